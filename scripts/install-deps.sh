@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs everything Cubeplane needs to build and test on Debian 12.
+# Idempotent: skips apt when every package is already there.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates curl procps
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-system1.81-dev
+  libyaml-cpp-dev libsqlite3-dev sqlite3 libpq-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
+  libcurl4-openssl-dev libssl-dev libsodium-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,41 @@
+// Time is injected. Production code reads a Clock; tests drive a SimulatedClock.
+// All timestamps in Cubeplane are milliseconds since the Unix epoch (UTC).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace cp {
+
+using Millis = std::int64_t;
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual Millis now_ms() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  Millis now_ms() const override;
+  static const SystemClock& instance();
+};
+
+class SimulatedClock final : public Clock {
+ public:
+  explicit SimulatedClock(Millis start = 1'767'225'600'000) : now_(start) {}  // 2026-01-01T00:00:00Z
+  Millis now_ms() const override { return now_.load(); }
+  void advance_ms(Millis d) { now_ += d; }
+  void set_ms(Millis t) { now_ = t; }
+
+ private:
+  std::atomic<Millis> now_;
+};
+
+// RFC 3339 in UTC with milliseconds ("2026-01-01T00:00:00.000Z"); 0 -> "".
+std::string format_time(Millis t);
+// Parses RFC 3339 ("...Z" or "+08:00") and plain dates ("2026-01-31" = midnight UTC).
+bool parse_time(std::string_view s, Millis& out);
+
+}  // namespace cp

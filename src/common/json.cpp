@@ -1,0 +1,35 @@
+#include "common/json.h"
+
+namespace cp {
+
+std::string json_kind_name(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return "boolean";
+    case json::kind::int64:
+    case json::kind::uint64: return "integer";
+    case json::kind::double_: return "number";
+    case json::kind::string: return "string";
+    case json::kind::array: return "list";
+    case json::kind::object: return "object";
+  }
+  return "value";
+}
+
+Error type_error(const DecodeContext& ctx, std::string_view expected) {
+  return errors::invalid(ctx.path, "expected " + std::string(expected), "类型错误，应为 " + std::string(expected));
+}
+
+Result<json::value> parse_json(std::string_view text, std::size_t max_depth) {
+  json::parse_options opts;
+  opts.max_depth = max_depth;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec, {}, opts);
+  if (ec) {
+    Error e{"malformed_json", 400, "malformed JSON: " + ec.message(), "JSON 格式错误：" + ec.message(), {}};
+    return e;
+  }
+  return v;
+}
+
+}  // namespace cp

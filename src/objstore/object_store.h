@@ -1,0 +1,45 @@
+// The object store: logs, artifacts and checkpoints by key. Keys are
+// slash-separated paths ("logs/<task>/<attempt>/000001"). Objects are written
+// whole, as on S3; logs are appended as numbered chunk objects.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace cp {
+
+struct ObjectInfo {
+  std::string key;
+  std::int64_t size = 0;
+  std::int64_t modified_ms = 0;
+  std::string version_id;  // "" where the store has no versions
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+  // Atomic: a reader sees the old object or the new one, never a mix.
+  virtual Result<ObjectInfo> put(const std::string& key, std::string_view data) = 0;
+  virtual Result<std::optional<std::string>> get(const std::string& key) = 0;
+  // Keys under prefix in lexicographic order, at most `limit`, after `start_after`.
+  virtual Result<std::vector<ObjectInfo>> list(const std::string& prefix, const std::string& start_after = "",
+                                               int limit = 1000) = 0;
+  virtual Status remove(const std::string& key) = 0;  // missing is not an error
+  virtual std::string url() const = 0;
+};
+
+// Rejects keys that are empty, absolute, contain "..", "//", NUL or control characters.
+Status validate_object_key(std::string_view key);
+
+// file:///abs/dir (later s3://bucket?endpoint=...).
+Result<std::unique_ptr<ObjectStore>> open_object_store(const std::string& url);
+
+// Keys used by the platform.
+std::string log_chunk_key(const std::string& task_id, const std::string& attempt_id, int replica, std::int64_t offset);
+std::string log_prefix(const std::string& task_id, const std::string& attempt_id);
+
+}  // namespace cp

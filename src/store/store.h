@@ -1,0 +1,155 @@
+// The metadata store. Everything durable goes through a Tx: the server opens
+// one per request or per scheduling cycle, so that a task's state change and
+// its event row are always written together or not at all.
+//
+//   store.write([&](Tx& tx) -> Status { ...reads and writes...; return {}; });
+//
+// A body that returns an error rolls the transaction back. Implementations
+// (sqlite/, later postgres/) pass one conformance suite (tests/store).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "model/types.h"
+
+namespace cp {
+
+struct TaskQuery {
+  std::set<TaskState> states;              // empty = any
+  std::optional<std::set<std::string>> project_groups;  // set = restrict to these (may be empty: nothing)
+  std::string project_group;               // "" = any
+  std::string resource_group;              // "" = any
+  std::string cluster;                     // assigned cluster, "" = any
+  std::string pipeline_id;                 // "" = any
+  int limit = 100;                         // 1..1000
+  std::string cursor;                      // opaque, from TaskPage::next_cursor
+};
+
+struct TaskPage {
+  std::vector<Task> items;    // newest first: (created_at, id) descending
+  std::string next_cursor;    // "" when there is no more
+};
+
+struct AgentCredential {
+  std::string hash;
+  std::string cluster_id;
+  Millis created_at = 0;
+  Millis expires_at = 0;
+};
+
+struct EventQuery {
+  std::string object_kind;  // "" = any
+  std::string object_id;    // "" = any
+  std::int64_t after_id = 0;
+  int limit = 100;
+};
+
+class Tx {
+ public:
+  virtual ~Tx() = default;
+
+  // Free-form settings (e.g. "admin_token_created").
+  virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
+  virtual Status set_meta(const std::string& key, const std::string& value) = 0;
+
+  // Users and API tokens.
+  virtual Status upsert_user(const User& u) = 0;
+  virtual Result<std::optional<User>> get_user(const std::string& name) = 0;
+  virtual Result<std::vector<User>> list_users() = 0;
+  virtual Status insert_token(const ApiToken& t) = 0;
+  virtual Result<std::optional<ApiToken>> find_token_by_hash(const std::string& hash) = 0;
+  virtual Result<std::vector<ApiToken>> list_tokens(const std::string& user) = 0;
+  virtual Status delete_token(const std::string& id) = 0;
+
+  // Clusters. insert fails with already_exists; update/delete with not_found.
+  virtual Status insert_cluster(const Cluster& c) = 0;
+  virtual Status update_cluster(const Cluster& c) = 0;
+  virtual Result<std::optional<Cluster>> get_cluster(const std::string& id) = 0;
+  virtual Result<std::vector<Cluster>> list_clusters() = 0;
+  virtual Status delete_cluster(const std::string& id) = 0;  // also its nodes and credentials
+
+  // One-time bootstrap tokens and the agent credentials they are exchanged for.
+  virtual Status insert_bootstrap_token(const std::string& hash, const std::string& cluster_id, Millis created_at,
+                                        Millis expires_at) = 0;
+  // Deletes and returns the cluster id if the token exists and is unexpired at `now`.
+  virtual Result<std::optional<std::string>> consume_bootstrap_token(const std::string& hash, Millis now) = 0;
+  virtual Status insert_agent_credential(const AgentCredential& c) = 0;
+  virtual Result<std::optional<AgentCredential>> find_agent_credential(const std::string& hash) = 0;
+  virtual Status delete_agent_credentials_before(const std::string& cluster_id, Millis expires_before) = 0;
+
+  // Nodes. upsert keeps label_overrides and maintenance (admin-owned fields)
+  // of an existing row; set_node_admin changes only those.
+  virtual Status upsert_node(const Node& n) = 0;
+  virtual Status set_node_admin(const std::string& cluster_id, const std::string& name, const Labels& overrides,
+                                bool maintenance) = 0;
+  virtual Result<std::optional<Node>> get_node(const std::string& cluster_id, const std::string& name) = 0;
+  virtual Result<std::vector<Node>> list_nodes(const std::string& cluster_id /* "" = all */) = 0;
+  virtual Status delete_node(const std::string& cluster_id, const std::string& name) = 0;
+
+  // Resource groups, project groups, priority classes: upsert by name.
+  virtual Status upsert_resource_group(const ResourceGroup& rg) = 0;
+  virtual Result<std::optional<ResourceGroup>> get_resource_group(const std::string& name) = 0;
+  virtual Result<std::vector<ResourceGroup>> list_resource_groups() = 0;
+  virtual Status delete_resource_group(const std::string& name) = 0;
+  virtual Status upsert_project_group(const ProjectGroup& pg) = 0;
+  virtual Result<std::optional<ProjectGroup>> get_project_group(const std::string& name) = 0;
+  virtual Result<std::vector<ProjectGroup>> list_project_groups() = 0;
+  virtual Status delete_project_group(const std::string& name) = 0;
+  virtual Status upsert_priority_class(const PriorityClass& pc) = 0;
+  virtual Result<std::optional<PriorityClass>> get_priority_class(const std::string& name) = 0;
+  virtual Result<std::vector<PriorityClass>> list_priority_classes() = 0;
+  virtual Status delete_priority_class(const std::string& name) = 0;
+
+  // Pipelines and tasks. Tasks are written whole; callers pair every state
+  // change with append_event in the same Tx.
+  virtual Status insert_pipeline(const Pipeline& p) = 0;
+  virtual Result<std::optional<Pipeline>> get_pipeline(const std::string& id) = 0;
+  virtual Status insert_task(const Task& t) = 0;
+  virtual Status update_task(const Task& t) = 0;
+  virtual Result<std::optional<Task>> get_task(const std::string& id) = 0;
+  virtual Result<TaskPage> list_tasks(const TaskQuery& q) = 0;
+  // Every task in one of `states`, oldest first (for the scheduler snapshot).
+  virtual Result<std::vector<Task>> tasks_in_states(const std::set<TaskState>& states) = 0;
+  virtual Result<std::vector<Task>> tasks_of_pipeline(const std::string& pipeline_id) = 0;
+  // Counts by (resource_group, state) for metrics.
+  virtual Result<std::vector<std::tuple<std::string, TaskState, std::int64_t>>> count_tasks() = 0;
+
+  // Attempts.
+  virtual Status insert_attempt(const Attempt& a) = 0;
+  virtual Status update_attempt(const Attempt& a) = 0;
+  virtual Result<std::optional<Attempt>> get_attempt(const std::string& id) = 0;
+  virtual Result<std::vector<Attempt>> attempts_of_task(const std::string& task_id) = 0;  // by number
+  // Attempts not in a terminal state, of one cluster or ("") all.
+  virtual Result<std::vector<Attempt>> active_attempts(const std::string& cluster_id) = 0;
+
+  // Events: append returns the id given to the row.
+  virtual Result<std::int64_t> append_event(const Event& e) = 0;
+  virtual Result<std::vector<Event>> list_events(const EventQuery& q) = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Creates or upgrades the schema (versioned migrations); idempotent.
+  virtual Status migrate() = 0;
+  // Runs `body` in a read-write transaction; commits if it returns ok.
+  // Retries a bounded number of times when the database is busy.
+  virtual Status write(const std::function<Status(Tx&)>& body) = 0;
+  // Runs `body` in a read-only transaction (a consistent snapshot).
+  virtual Status read(const std::function<Status(Tx&)>& body) = 0;
+  // Schema version after migrate().
+  virtual int schema_version() = 0;
+  // "sqlite" | "postgresql"
+  virtual std::string backend() const = 0;
+};
+
+// Opens a store by URL: sqlite:///abs/path/db, sqlite::memory:, (later) postgresql://...
+Result<std::unique_ptr<Store>> open_store(const std::string& url);
+
+}  // namespace cp
