@@ -1,0 +1,92 @@
+#include "common/http_client.h"
+
+#include <curl/curl.h>
+
+#include <mutex>
+
+namespace cp {
+namespace {
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct BodySink {
+  std::string* body;
+  const std::function<bool(std::string_view)>* on_data;
+};
+
+size_t write_cb(char* ptr, size_t size, size_t nmemb, void* userdata) {
+  auto* sink = static_cast<BodySink*>(userdata);
+  std::string_view chunk(ptr, size * nmemb);
+  if (sink->on_data && *sink->on_data) {
+    if (!(*sink->on_data)(chunk)) return 0;  // aborts the transfer
+  } else {
+    sink->body->append(chunk);
+  }
+  return size * nmemb;
+}
+
+}  // namespace
+
+HttpClient::HttpClient() {
+  global_init();
+  curl_ = curl_easy_init();
+  CP_CHECK(curl_ != nullptr, "curl_easy_init failed");
+}
+
+HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+Result<HttpResponse> HttpClient::request(const std::string& method, const std::string& url, const std::string& body,
+                                         const std::string& content_type, const HttpRequestOptions& opts) {
+  CURL* c = static_cast<CURL*>(curl_);
+  curl_easy_reset(c);
+  HttpResponse resp;
+  BodySink sink{&resp.body, &opts.on_data};
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, opts.timeout_ms);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min(opts.timeout_ms, 10000L));
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  if (method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  }
+  curl_slist* headers = nullptr;
+  if (!body.empty()) headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
+  headers = curl_slist_append(headers, "Expect:");
+  for (const auto& [k, v] : opts.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  CURLcode rc = curl_easy_perform(c);
+  curl_slist_free_all(headers);
+  if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && opts.on_data)) {
+    return Error{"unreachable", 503, "cannot reach " + url + ": " + curl_easy_strerror(rc),
+                 "无法连接 " + url + "：" + curl_easy_strerror(rc), {}};
+  }
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  char* ct = nullptr;
+  curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct);
+  if (ct) resp.content_type = ct;
+  return resp;
+}
+
+std::string url_encode(std::string_view s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : s) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace cp

@@ -1,0 +1,49 @@
+// A small blocking HTTP client (libcurl) for the CLI and the agent. Servers
+// use Boost.Beast (src/http); clients stay on libcurl so that Beast is
+// compiled in one place only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+
+namespace cp {
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+struct HttpRequestOptions {
+  std::map<std::string, std::string> headers;  // e.g. {"Authorization", "Bearer ..."}
+  long timeout_ms = 30000;
+  // Called with each piece of the body as it arrives (streams); when set,
+  // HttpResponse::body stays empty. Return false to stop reading.
+  std::function<bool(std::string_view)> on_data;
+};
+
+class HttpClient {
+ public:
+  HttpClient();
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // method: GET, POST, PUT, PATCH, DELETE. A transport failure (refused,
+  // timeout, DNS) is an Error with code "unreachable" (status 503); any HTTP
+  // answer, 4xx and 5xx included, is a response.
+  Result<HttpResponse> request(const std::string& method, const std::string& url, const std::string& body = "",
+                               const std::string& content_type = "application/json",
+                               const HttpRequestOptions& opts = {});
+
+ private:
+  void* curl_;  // CURL*, reused for keep-alive
+};
+
+// Percent-encodes a query parameter value.
+std::string url_encode(std::string_view s);
+
+}  // namespace cp
