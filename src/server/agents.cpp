@@ -1,0 +1,362 @@
+// The agent side of the control plane: register, sync, logs.
+//
+// Orders are derived from stored state, never queued in memory, so a sync is
+// idempotent and a restarted server (or agent) loses nothing:
+//   start  = attempts of the cluster that are Dispatched and not yet reported
+//   stop   = attempts marked Stopping (cancel, preempt), and any attempt the
+//            agent reports that the server does not hold live at that epoch
+//   ack    = terminal reports the server has stored
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "common/ids.h"
+#include "server/control_plane.h"
+#include "server/internal.h"
+
+namespace cp {
+
+using internal::make_event;
+
+namespace {
+
+StopOrder superseded(const std::string& attempt_id, const std::string& why) {
+  (void)why;
+  return StopOrder{attempt_id, "superseded", 0};
+}
+
+std::string state_name(ClusterState s) { return boost::describe::enum_to_string(s, "?"); }
+
+}  // namespace
+
+Result<RegisterResponse> ControlPlane::agent_register(const RegisterRequest& req, std::string_view bearer) {
+  Millis now = clock_.now_ms();
+  std::string cluster_id;
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    if (!req.bootstrap_token.empty()) {
+      CP_ASSIGN(auto owner, tx.consume_bootstrap_token(sha256_hex(req.bootstrap_token), now));
+      if (!owner) {
+        return errors::unauthenticated("bootstrap token is invalid, expired or already used",
+                                       "引导令牌无效、已过期或已被使用");
+      }
+      cluster_id = *owner;
+    } else {
+      CP_ASSIGN(auto cred, tx.find_agent_credential(sha256_hex(bearer)));
+      if (!cred || cred->expires_at <= now) {
+        return errors::unauthenticated("renewal needs a valid, unexpired agent credential",
+                                       "续期需要有效且未过期的 agent 凭据");
+      }
+      cluster_id = cred->cluster_id;
+    }
+    if (!req.cluster_id.empty() && req.cluster_id != cluster_id) {
+      Error e = errors::forbidden("this token belongs to cluster " + cluster_id + ", not " + req.cluster_id,
+                                  "该令牌属于集群 " + cluster_id + "，而不是 " + req.cluster_id);
+      e.code = "wrong_cluster";
+      return e;
+    }
+    return {};
+  }));
+  // The credential is written in its own transaction so that a refused
+  // register above never burns the bootstrap token (that one rolled back).
+  std::string secret = new_secret("cpa_");
+  Millis expires = now + config_.credential_ttl_s * 1000;
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_TRY(tx.insert_agent_credential(AgentCredential{sha256_hex(secret), cluster_id, now, expires}));
+    // Old credentials stay valid until they expire: an agent mid-renewal may still use one.
+    CP_TRY(tx.delete_agent_credentials_before(cluster_id, now));
+    CP_ASSIGN(auto c, tx.get_cluster(cluster_id));
+    if (!c) return errors::not_found("cluster", cluster_id);
+    c->credential_expires_at = expires;
+    c->agent_instance = req.agent_instance;
+    c->agent_version = req.agent_version;
+    c->updated_at = now;
+    CP_TRY(tx.update_cluster(*c));
+    CP_ASSIGN(auto eid, tx.append_event(make_event(now, "agent:" + cluster_id, "cluster", cluster_id,
+                                                  req.bootstrap_token.empty() ? "cluster.credential_renewed"
+                                                                              : "cluster.registered",
+                                                  "", "", "credential expires at " + format_time(expires))));
+    (void)eid;
+    return {};
+  }));
+  RegisterResponse resp;
+  resp.credential = secret;
+  resp.expires_at = expires;
+  resp.server_time = now;
+  resp.lease_ttl_s = config_.lease_ttl_s;
+  resp.sync_interval_ms = config_.sync_interval_ms;
+  return resp;
+}
+
+// Orders from stored state (see the file comment).
+static Status compute_orders(Tx& tx, const std::string& cluster_id, const std::set<std::string>& reported,
+                             const std::map<std::string, std::int64_t>& grace_by_task, SyncResponse& resp) {
+  CP_ASSIGN(auto active, tx.active_attempts(cluster_id));
+  for (const auto& a : active) {
+    if (a.state == AttemptState::Stopping) {
+      auto g = grace_by_task.find(a.task_id);
+      resp.stop.push_back(StopOrder{a.id, a.stop_reason, g == grace_by_task.end() ? 30 : g->second});
+      continue;
+    }
+    if (a.state != AttemptState::Dispatched || reported.count(a.id)) continue;
+    CP_ASSIGN(auto t, tx.get_task(a.task_id));
+    if (!t) continue;
+    StartOrder o;
+    o.attempt_id = a.id;
+    o.epoch = a.epoch;
+    o.task_id = a.task_id;
+    o.attempt_number = a.number;
+    o.placements = a.placements;
+    o.command = t->step.command;
+    o.image = t->step.image;
+    o.env = t->step.env;
+    o.resources = a.resources;
+    if (t->step.checkpoint) o.checkpoint_key = "checkpoints/" + t->id + "/";
+    auto g = grace_by_task.find(a.task_id);
+    o.grace_s = g == grace_by_task.end() ? 30 : g->second;
+    resp.start.push_back(std::move(o));
+  }
+  return {};
+}
+
+static Result<std::map<std::string, std::int64_t>> grace_by_task(Tx& tx, const std::string& cluster_id) {
+  std::map<std::string, std::int64_t> out;
+  CP_ASSIGN(auto pcs, tx.list_priority_classes());
+  std::map<std::string, std::int64_t> grace_of_class;
+  for (const auto& pc : pcs) grace_of_class[pc.name] = pc.grace_s;
+  CP_ASSIGN(auto active, tx.active_attempts(cluster_id));
+  for (const auto& a : active) {
+    CP_ASSIGN(auto t, tx.get_task(a.task_id));
+    if (!t) continue;
+    auto it = grace_of_class.find(t->priority_class);
+    out[a.task_id] = it == grace_of_class.end() ? 30 : it->second;
+  }
+  return out;
+}
+
+// Applies an agent's terminal report to the attempt and its task.
+static Status finish_attempt(Tx& tx, Attempt& a, const AttemptReport& r, Millis now, const std::string& actor) {
+  a.state = r.state;
+  a.exit_code = r.exit_code;
+  a.finished_at = r.finished_at ? r.finished_at : now;
+  if (a.started_at == 0) a.started_at = r.started_at;
+  a.message = r.message;
+  CP_TRY(tx.update_attempt(a));
+  CP_ASSIGN(auto eid, tx.append_event(make_event(now, actor, "attempt", a.id, "attempt.state", "",
+                                                boost::describe::enum_to_string(a.state, "?"), r.message)));
+  (void)eid;
+  CP_ASSIGN(auto t, tx.get_task(a.task_id));
+  if (!t || t->current_attempt != a.id || is_terminal(t->state)) return {};
+  t->exit_code = r.exit_code;
+  std::string msg = r.message;
+  switch (r.state) {
+    case AttemptState::Succeeded:
+      return internal::transition(tx, *t, TaskState::Succeeded, now, actor, msg);
+    case AttemptState::Cancelled:
+      t->reasons = {PendingReason{"cancelled", "cancelled", "已取消", {}}};
+      CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, actor, msg));
+      return internal::cancel_dependents(tx, *t, now, actor);
+    case AttemptState::Failed:
+      if (t->cancel_requested) {
+        CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, actor, msg));
+        return internal::cancel_dependents(tx, *t, now, actor);
+      }
+      if (t->retries < t->step.max_retries) {
+        ++t->retries;
+        t->reasons = {PendingReason{"retrying",
+                                    "attempt " + std::to_string(a.number) + " failed (" + msg + "); retry " +
+                                        std::to_string(t->retries) + " of " + std::to_string(t->step.max_retries),
+                                    "第 " + std::to_string(a.number) + " 次尝试失败（" + msg + "）；重试 " +
+                                        std::to_string(t->retries) + "/" + std::to_string(t->step.max_retries),
+                                    {}}};
+        return internal::transition(tx, *t, TaskState::Queued, now, actor, "retry after failure: " + msg);
+      }
+      t->reasons = {PendingReason{"failed", msg.empty() ? "the command failed" : msg,
+                                  msg.empty() ? "命令执行失败" : msg, {}}};
+      CP_TRY(internal::transition(tx, *t, TaskState::Failed, now, actor, msg));
+      return internal::cancel_dependents(tx, *t, now, actor);
+    case AttemptState::Preempted:
+    case AttemptState::Lost:
+      if (t->cancel_requested) {
+        CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, actor, msg));
+        return internal::cancel_dependents(tx, *t, now, actor);
+      }
+      t->reasons = {PendingReason{"requeued", "attempt " + std::to_string(a.number) + " ended early (" + msg +
+                                                  "); waiting for a new placement",
+                                  "第 " + std::to_string(a.number) + " 次尝试提前结束（" + msg + "）；等待重新调度",
+                                  {}}};
+      return internal::transition(tx, *t, TaskState::Queued, now, actor, msg);
+    default:
+      return {};
+  }
+}
+
+Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const SyncRequest& req) {
+  if (agent.kind != Principal::Kind::agent) {
+    return errors::forbidden("sync needs an agent credential", "同步需要 agent 凭据");
+  }
+  if (!req.cluster_id.empty() && req.cluster_id != agent.cluster_id) {
+    Error e = errors::forbidden("credential of cluster " + agent.cluster_id + " cannot act for " + req.cluster_id,
+                                "集群 " + agent.cluster_id + " 的凭据不能代表 " + req.cluster_id);
+    e.code = "wrong_cluster";
+    return e;
+  }
+  const std::string& cid = agent.cluster_id;
+  const std::string actor = "agent:" + cid;
+  Millis now = clock_.now_ms();
+  SyncResponse resp;
+  resp.lease_ttl_s = config_.lease_ttl_s;
+  resp.server_time = now;
+  bool freed = false;
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto c, tx.get_cluster(cid));
+    if (!c) return errors::not_found("cluster", cid);
+
+    // Liveness and engine health.
+    ClusterState before = c->state;
+    std::string reason_before = c->state_reason;
+    if (c->state != ClusterState::draining) {
+      if (req.engine.ok) {
+        c->state = ClusterState::online;
+        c->state_reason.clear();
+        c->state_message.clear();
+      } else {
+        c->state = ClusterState::degraded;
+        c->state_reason = "engine_error";
+        c->state_message = req.engine.message;
+      }
+    }
+    c->last_contact = now;
+    c->agent_instance = req.agent_instance;
+    c->updated_at = now;
+    CP_TRY(tx.update_cluster(*c));
+    if (before != c->state || reason_before != c->state_reason) {
+      freed = true;  // a cluster coming back may let queued work run
+      CP_ASSIGN(auto eid, tx.append_event(make_event(now, actor, "cluster", cid, "cluster.state", state_name(before),
+                                                    state_name(c->state), c->state_message)));
+      (void)eid;
+    }
+
+    // Inventory: reported nodes replace what we knew; vanished nodes go.
+    std::set<std::string> seen;
+    for (const auto& nr : req.nodes) {
+      Node n;
+      n.cluster_id = cid;
+      n.name = nr.name;
+      n.labels = nr.labels;
+      n.capacity = nr.capacity;
+      n.allocatable = nr.allocatable;
+      n.ready = nr.ready;
+      n.not_ready_reason = nr.reason;
+      n.facts = nr.facts;
+      if (req.sent_at != 0) n.facts.clock_offset_ms = req.sent_at - now;
+      n.gpus = nr.gpus;
+      n.updated_at = now;
+      CP_TRY(tx.upsert_node(n));
+      seen.insert(nr.name);
+    }
+    if (!req.nodes.empty()) {
+      CP_ASSIGN(auto known, tx.list_nodes(cid));
+      for (const auto& n : known) {
+        if (!seen.count(n.name)) CP_TRY(tx.delete_node(cid, n.name));
+      }
+    }
+
+    // Attempt reports.
+    std::set<std::string> reported;
+    for (const auto& r : req.attempts) {
+      reported.insert(r.attempt_id);
+      CP_ASSIGN(auto a, tx.get_attempt(r.attempt_id));
+      if (!a || a->cluster_id != cid) {
+        resp.stop.push_back(superseded(r.attempt_id, "unknown attempt"));
+        if (is_terminal(r.state)) resp.ack.push_back(r.attempt_id);
+        continue;
+      }
+      if (r.epoch != a->epoch) {
+        // A report from an older incarnation: refused, and told to stop.
+        resp.stop.push_back(superseded(r.attempt_id, "stale epoch"));
+        if (is_terminal(r.state)) resp.ack.push_back(r.attempt_id);
+        continue;
+      }
+      if (is_terminal(a->state)) {
+        if (is_terminal(r.state)) {
+          resp.ack.push_back(r.attempt_id);
+        } else {
+          // e.g. marked Lost while the cluster was cut off: the task moved on.
+          resp.stop.push_back(superseded(r.attempt_id, "attempt already ended on the server"));
+        }
+        continue;
+      }
+      a->lease_renewed_at = now;
+      if (is_terminal(r.state)) {
+        CP_TRY(finish_attempt(tx, *a, r, now, actor));
+        resp.ack.push_back(r.attempt_id);
+        freed = true;
+        continue;
+      }
+      if (r.state == AttemptState::Running && a->state == AttemptState::Dispatched) {
+        a->state = AttemptState::Running;
+        a->started_at = r.started_at ? r.started_at : now;
+        CP_ASSIGN(auto t, tx.get_task(a->task_id));
+        if (t && t->current_attempt == a->id && t->state == TaskState::Dispatched) {
+          CP_TRY(internal::transition(tx, *t, TaskState::Running, now, actor,
+                                      "attempt " + std::to_string(a->number) + " started"));
+        }
+      }
+      CP_TRY(tx.update_attempt(*a));
+    }
+    CP_ASSIGN(auto grace, grace_by_task(tx, cid));
+    CP_TRY(compute_orders(tx, cid, reported, grace, resp));
+    return {};
+  }));
+  if (freed) {
+    wake_scheduler();
+    log_signal_.notify();
+  }
+  return resp;
+}
+
+Result<SyncResponse> ControlPlane::pending_orders(const std::string& cluster_id,
+                                                  const std::vector<AttemptReport>& reported) {
+  SyncResponse resp;
+  resp.lease_ttl_s = config_.lease_ttl_s;
+  resp.server_time = clock_.now_ms();
+  std::set<std::string> ids;
+  for (const auto& r : reported) ids.insert(r.attempt_id);
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto grace, grace_by_task(tx, cluster_id));
+    return compute_orders(tx, cluster_id, ids, grace, resp);
+  }));
+  return resp;
+}
+
+Status ControlPlane::agent_logs(const Principal& agent, const LogUpload& up) {
+  if (agent.kind != Principal::Kind::agent) {
+    return errors::forbidden("log upload needs an agent credential", "上传日志需要 agent 凭据");
+  }
+  if (static_cast<std::int64_t>(up.data.size()) > config_.log_chunk_max_bytes) {
+    return errors::too_large("log chunk over " + std::to_string(config_.log_chunk_max_bytes) + " bytes",
+                             "日志块超过 " + std::to_string(config_.log_chunk_max_bytes) + " 字节");
+  }
+  if (up.offset < 0 || up.replica < 0 || up.replica > 1024) {
+    return errors::invalid("offset", "offset and replica must be non-negative", "offset 和 replica 不能为负数");
+  }
+  std::optional<Attempt> a;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(a, tx.get_attempt(up.attempt_id));
+    return {};
+  }));
+  if (!a || a->cluster_id != agent.cluster_id) return errors::not_found("attempt", up.attempt_id);
+  if (a->epoch != up.epoch) {
+    Error e = errors::conflict("stale epoch " + std::to_string(up.epoch) + " for attempt " + up.attempt_id,
+                               "尝试 " + up.attempt_id + " 的 epoch " + std::to_string(up.epoch) + " 已过期");
+    e.code = "stale_epoch";
+    return e;
+  }
+  if (up.data.empty()) return {};
+  CP_ASSIGN(auto info, objects_.put(log_chunk_key(a->task_id, a->id, up.replica, up.offset), up.data));
+  (void)info;
+  log_signal_.notify();
+  return {};
+}
+
+}  // namespace cp

@@ -1,0 +1,285 @@
+// Construction, authentication, users and tokens, the background loop, metrics.
+#include "server/control_plane.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/ids.h"
+#include "model/documents.h"
+#include "server/internal.h"
+
+namespace cp {
+
+using internal::forbidden_for;
+using internal::make_event;
+
+bool Principal::can_read_project(const std::string& pg) const {
+  if (kind != Kind::user) return false;
+  return can_read_all() || project_roles.count(pg) > 0;
+}
+
+bool Principal::can_submit_to(const std::string& pg) const {
+  if (is_admin()) return true;
+  if (kind != Kind::user || role == PlatformRole::viewer) return false;
+  auto it = project_roles.find(pg);
+  return it != project_roles.end() && (it->second == ProjectRole::admin || it->second == ProjectRole::member);
+}
+
+bool Principal::can_admin_project(const std::string& pg) const {
+  if (is_admin()) return true;
+  if (kind != Kind::user || role == PlatformRole::viewer) return false;
+  auto it = project_roles.find(pg);
+  return it != project_roles.end() && it->second == ProjectRole::admin;
+}
+
+ControlPlane::ControlPlane(Store& store, ObjectStore& objects, const Clock& clock, ServerConfig config)
+    : store_(store), objects_(objects), clock_(clock), config_(config) {}
+
+ControlPlane::~ControlPlane() { stop_background(); }
+
+Result<std::optional<std::string>> ControlPlane::ensure_admin_token() {
+  std::optional<std::string> secret;
+  Millis now = clock_.now_ms();
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto created, tx.get_meta("admin_token_created"));
+    if (created) return {};
+    CP_ASSIGN(auto existing, tx.get_user("admin"));
+    if (!existing) CP_TRY(tx.upsert_user(User{"admin", PlatformRole::admin, now}));
+    std::string s = new_secret("cp_");
+    CP_TRY(tx.insert_token(ApiToken{new_id("tok", now), sha256_hex(s), "admin", "created at first start", now, 0}));
+    CP_TRY(tx.set_meta("admin_token_created", format_time(now)));
+    CP_ASSIGN(auto id, tx.append_event(make_event(now, "system", "user", "admin", "user.token_created", "", "",
+                                                 "admin token created at first start")));
+    (void)id;
+    secret = s;
+    return {};
+  }));
+  return secret;
+}
+
+static Error bad_token() {
+  return errors::unauthenticated("missing or invalid bearer token", "缺少或无效的访问令牌（Bearer token）");
+}
+
+Result<Principal> ControlPlane::authenticate(std::string_view bearer) {
+  if (bearer.empty()) return bad_token();
+  Principal p;
+  Millis now = clock_.now_ms();
+  std::string hash = sha256_hex(bearer);
+  Status st = store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto tok, tx.find_token_by_hash(hash));
+    if (!tok) return bad_token();
+    if (tok->expires_at != 0 && tok->expires_at <= now) {
+      return errors::unauthenticated("token expired at " + format_time(tok->expires_at),
+                                     "令牌已于 " + format_time(tok->expires_at) + " 过期");
+    }
+    CP_ASSIGN(auto user, tx.get_user(tok->user));
+    if (!user) return bad_token();
+    p.kind = Principal::Kind::user;
+    p.user = user->name;
+    p.role = user->role;
+    CP_ASSIGN(auto pgs, tx.list_project_groups());
+    for (const auto& pg : pgs) {
+      if (auto r = pg.role_of(p.user)) p.project_roles[pg.name] = *r;
+    }
+    return {};
+  });
+  if (!st.ok()) return st.error();
+  return p;
+}
+
+Result<Principal> ControlPlane::authenticate_agent(std::string_view bearer) {
+  if (bearer.empty()) return bad_token();
+  Millis now = clock_.now_ms();
+  std::string hash = sha256_hex(bearer);
+  std::optional<AgentCredential> cred;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(cred, tx.find_agent_credential(hash));
+    return {};
+  }));
+  if (!cred) {
+    return errors::unauthenticated("invalid agent credential", "无效的 agent 凭据");
+  }
+  if (cred->expires_at <= now) {
+    // Say so on the cluster: a refused sync must not look like a network outage.
+    CP_TRY(store_.write([&](Tx& tx) -> Status {
+      CP_ASSIGN(auto c, tx.get_cluster(cred->cluster_id));
+      if (!c || (c->state == ClusterState::offline && c->state_reason == "credential_expired")) return {};
+      std::string from = boost::describe::enum_to_string(c->state, "?");
+      c->state = ClusterState::offline;
+      c->state_reason = "credential_expired";
+      c->state_message = "agent credential expired at " + format_time(cred->expires_at) + "; sync refused";
+      c->updated_at = now;
+      CP_TRY(tx.update_cluster(*c));
+      CP_ASSIGN(auto id, tx.append_event(make_event(now, "system", "cluster", c->id, "cluster.state", from, "offline",
+                                                   c->state_message)));
+      (void)id;
+      return {};
+    }));
+    Error e{"credential_expired", 401, "agent credential expired at " + format_time(cred->expires_at),
+            "agent 凭据已于 " + format_time(cred->expires_at) + " 过期", {}};
+    e.details["cluster_id"] = cred->cluster_id;
+    return e;
+  }
+  Principal p;
+  p.kind = Principal::Kind::agent;
+  p.user = "agent:" + cred->cluster_id;
+  p.cluster_id = cred->cluster_id;
+  return p;
+}
+
+namespace {
+struct UserBody {
+  std::string name;
+  PlatformRole role = PlatformRole::user;
+};
+BOOST_DESCRIBE_STRUCT(UserBody, (), (name, role))
+
+struct TokenBody {
+  std::string description;
+  std::int64_t ttl_s = 0;
+};
+BOOST_DESCRIBE_STRUCT(TokenBody, (), (description, ttl_s))
+}  // namespace
+
+Result<User> ControlPlane::create_user(const Principal& p, const json::value& body) {
+  if (!p.is_admin()) return forbidden_for(p, "create users", "创建用户");
+  UserBody b;
+  CP_TRY(from_json(body, b, DecodeContext{"", true}));
+  CP_TRY(validate_name(b.name, "name"));
+  Millis now = clock_.now_ms();
+  User u{b.name, b.role, now};
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto existing, tx.get_user(b.name));
+    if (existing) return errors::already_exists("user", b.name);
+    CP_TRY(tx.upsert_user(u));
+    CP_ASSIGN(auto id, tx.append_event(make_event(now, p.user, "user", u.name, "user.created", "", "",
+                                                 "role " + std::string(boost::describe::enum_to_string(u.role, "?")))));
+    (void)id;
+    return {};
+  }));
+  return u;
+}
+
+Result<std::vector<User>> ControlPlane::list_users(const Principal& p) {
+  if (!p.can_read_all()) return forbidden_for(p, "list users", "查看用户列表");
+  std::vector<User> out;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(out, tx.list_users());
+    return {};
+  }));
+  return out;
+}
+
+Result<json::object> ControlPlane::create_token(const Principal& p, const std::string& user, const json::value& body) {
+  if (!p.is_admin() && !(p.kind == Principal::Kind::user && p.user == user)) {
+    return forbidden_for(p, "create tokens for " + user, "为 " + user + " 创建令牌");
+  }
+  TokenBody b;
+  if (!body.is_null()) CP_TRY(from_json(body, b, DecodeContext{"", true}));
+  if (b.ttl_s < 0 || b.ttl_s > 10LL * 365 * 86400) {
+    return errors::invalid("ttl_s", "must be between 0 (never expires) and 10 years", "应在 0（永不过期）到 10 年之间");
+  }
+  Millis now = clock_.now_ms();
+  std::string secret = new_secret("cp_");
+  ApiToken t{new_id("tok", now), sha256_hex(secret), user, b.description, now, b.ttl_s ? now + b.ttl_s * 1000 : 0};
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto u, tx.get_user(user));
+    if (!u) return errors::not_found("user", user);
+    CP_TRY(tx.insert_token(t));
+    CP_ASSIGN(auto id, tx.append_event(make_event(now, p.user, "user", user, "user.token_created", "", "", t.id)));
+    (void)id;
+    return {};
+  }));
+  json::object out;
+  out["id"] = t.id;
+  out["token"] = secret;
+  out["user"] = user;
+  out["expires_at"] = t.expires_at;
+  return out;
+}
+
+json::object ControlPlane::whoami(const Principal& p) {
+  json::object out;
+  out["user"] = p.user;
+  out["kind"] = p.kind == Principal::Kind::user ? "user" : "agent";
+  out["role"] = boost::describe::enum_to_string(p.role, "?");
+  json::object roles;
+  for (const auto& [pg, r] : p.project_roles) roles[pg] = boost::describe::enum_to_string(r, "?");
+  out["project_groups"] = std::move(roles);
+  if (!p.cluster_id.empty()) out["cluster_id"] = p.cluster_id;
+  return out;
+}
+
+Signal& ControlPlane::cluster_signal(const std::string& cluster_id) {
+  std::lock_guard lock(signals_mu_);
+  auto& s = cluster_signals_[cluster_id];
+  if (!s) s = std::make_unique<Signal>();
+  return *s;
+}
+
+void ControlPlane::wake_scheduler() {
+  {
+    std::lock_guard lock(loop_mu_);
+    loop_wake_ = true;
+  }
+  loop_cv_.notify_one();
+}
+
+void ControlPlane::start_background(std::int64_t idle_ms) {
+  loop_stop_ = false;
+  loop_ = std::thread([this, idle_ms] {
+    while (!loop_stop_) {
+      {
+        std::unique_lock lock(loop_mu_);
+        loop_cv_.wait_for(lock, std::chrono::milliseconds(idle_ms), [&] { return loop_wake_ || loop_stop_.load(); });
+        loop_wake_ = false;
+      }
+      if (loop_stop_) break;
+      if (auto st = check_liveness(); !st.ok()) spdlog::warn("liveness check: {}", st.error().to_string());
+      if (auto st = schedule_once(); !st.ok()) spdlog::warn("scheduling cycle: {}", st.error().to_string());
+    }
+  });
+}
+
+void ControlPlane::stop_background() {
+  loop_stop_ = true;
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+bool ControlPlane::store_healthy() {
+  return store_.read([](Tx& tx) -> Status {
+                 CP_ASSIGN(auto v, tx.get_meta("admin_token_created"));
+                 (void)v;
+                 return {};
+               })
+      .ok();
+}
+
+Result<MetricsSnapshot> ControlPlane::metrics() {
+  MetricsSnapshot m;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto counts, tx.count_tasks());
+    for (const auto& [rg, state, n] : counts) {
+      m.tasks_by_state[boost::describe::enum_to_string(state, "?")] += n;
+      if (state == TaskState::Queued) m.queued_by_group[rg] += n;
+    }
+    CP_ASSIGN(auto rgs, tx.list_resource_groups());
+    CP_ASSIGN(auto holding, tx.tasks_in_states({TaskState::Dispatched, TaskState::Running, TaskState::Preempting}));
+    std::map<std::string, std::string> group_of;
+    for (const auto& t : holding) group_of[t.id] = t.resource_group;
+    CP_ASSIGN(auto attempts, tx.active_attempts(""));
+    std::map<std::string, Resources> used;
+    for (const auto& a : attempts) used[group_of[a.task_id]] += internal::attempt_total(a);
+    for (const auto& rg : rgs) {
+      for (const auto& [res, q] : rg.quota) m.quota[{rg.name, res}] = {used[rg.name].get(res), q.guaranteed};
+      m.queued_by_group.try_emplace(rg.name, 0);
+    }
+    CP_ASSIGN(auto clusters, tx.list_clusters());
+    for (const auto& c : clusters) m.cluster_states[c.id] = boost::describe::enum_to_string(c.state, "?");
+    return {};
+  }));
+  return m;
+}
+
+}  // namespace cp

@@ -1,0 +1,98 @@
+#include "server/internal.h"
+
+#include <set>
+
+namespace cp::internal {
+
+Event make_event(Millis at, std::string actor, std::string object_kind, std::string object_id, std::string type,
+                 std::string from, std::string to, std::string message, json::object data) {
+  Event e;
+  e.at = at;
+  e.actor = std::move(actor);
+  e.object_kind = std::move(object_kind);
+  e.object_id = std::move(object_id);
+  e.type = std::move(type);
+  e.from = std::move(from);
+  e.to = std::move(to);
+  e.message = std::move(message);
+  e.data = std::move(data);
+  return e;
+}
+
+Status transition(Tx& tx, Task& task, TaskState to, Millis now, const std::string& actor, const std::string& message,
+                  json::object data) {
+  TaskState from = task.state;
+  CP_CHECK(can_transition(from, to), "illegal task transition");
+  task.state = to;
+  task.updated_at = now;
+  if (to == TaskState::Queued) {
+    task.queued_at = now;
+    task.assigned_cluster.clear();
+  }
+  if (to == TaskState::Running && task.started_at == 0) task.started_at = now;
+  if (is_terminal(to)) task.finished_at = now;
+  if (to != TaskState::Queued) task.reasons.clear();
+  CP_TRY(tx.update_task(task));
+  auto ev = make_event(now, actor, "task", task.id, "task.state", boost::describe::enum_to_string(from, "?"),
+                       boost::describe::enum_to_string(to, "?"), message, std::move(data));
+  ev.data["pipeline_id"] = task.pipeline_id;
+  ev.data["project_group"] = task.project_group;
+  ev.data["resource_group"] = task.resource_group;
+  if (!task.assigned_cluster.empty()) ev.data["cluster"] = task.assigned_cluster;
+  CP_ASSIGN(auto id, tx.append_event(ev));
+  (void)id;
+  return {};
+}
+
+Status cancel_dependents(Tx& tx, const Task& failed, Millis now, const std::string& actor) {
+  CP_ASSIGN(auto tasks, tx.tasks_of_pipeline(failed.pipeline_id));
+  std::set<std::string> dead{failed.id};
+  // Tasks come in any order; repeat until no new dependent is found (the DAG
+  // is at most 1000 steps, so this stays small).
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (auto& t : tasks) {
+      if (dead.count(t.id) || is_terminal(t.state)) continue;
+      for (const auto& dep : t.depends_on) {
+        if (dead.count(dep)) {
+          dead.insert(t.id);
+          t.reasons = {PendingReason{"upstream_failed", "an upstream task did not succeed: " + dep,
+                                     "上游任务未成功：" + dep, {}}};
+          CP_TRY(transition(tx, t, TaskState::Cancelled, now, actor, "upstream task " + dep + " did not succeed"));
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return {};
+}
+
+std::optional<std::int64_t> quota_limit(const ResourceGroup& rg, const std::string& resource) {
+  auto it = rg.quota.find(resource);
+  if (it != rg.quota.end()) return it->second.guaranteed;
+  if (resource.starts_with(kGpuPrefix)) return 0;
+  return std::nullopt;
+}
+
+Resources attempt_total(const Attempt& a) {
+  return a.resources.times(static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size())));
+}
+
+Error unknown_reference(const std::string& field, const std::string& kind, const std::string& name) {
+  Error e{"unknown_reference", 400, field + ": " + kind + " \"" + name + "\" does not exist",
+          field + "：" + kind + " \"" + name + "\" 不存在", {}};
+  e.details["field"] = field;
+  e.details["kind"] = kind;
+  e.details["name"] = name;
+  return e;
+}
+
+Error forbidden_for(const Principal& p, const std::string& what_en, const std::string& what_zh) {
+  Error e = errors::forbidden("user \"" + p.user + "\" may not " + what_en, "用户 \"" + p.user + "\" 无权" + what_zh);
+  e.details["user"] = p.user;
+  return e;
+}
+
+}  // namespace cp::internal

@@ -1,0 +1,343 @@
+// Pipelines and tasks as users see them: submit, list, inspect, cancel,
+// explain, logs, events and usage.
+#include <algorithm>
+#include <set>
+
+#include "common/ids.h"
+#include "model/documents.h"
+#include "server/control_plane.h"
+#include "server/internal.h"
+
+namespace cp {
+
+using internal::forbidden_for;
+using internal::make_event;
+using internal::unknown_reference;
+
+namespace {
+
+Error not_visible(const std::string& kind, const std::string& id) { return errors::not_found(kind, id); }
+
+// A bare "gpu/any" request is resolved at placement; cpu and memory fall back
+// to the resource group's defaults (a LimitRange, in Kubernetes terms).
+void apply_defaults(Step& step, const ResourceGroup& rg) {
+  for (auto name : {kCpu, kMemory}) {
+    if (step.resources.get(name) == 0 && rg.default_request.get(name) > 0) {
+      step.resources.set(name, rg.default_request.get(name));
+    }
+  }
+}
+
+}  // namespace
+
+Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const json::value& doc) {
+  if (p.kind != Principal::Kind::user) return forbidden_for(p, "submit pipelines", "提交流水线");
+  CP_ASSIGN(auto pipeline, pipeline_from_document(doc));
+  if (pipeline.project_group.empty()) {
+    return errors::invalid("metadata.project_group", "is required", "必填");
+  }
+  if (static_cast<std::int64_t>(pipeline.steps.size()) > config_.max_tasks_per_pipeline) {
+    return errors::invalid("spec.steps", "at most " + std::to_string(config_.max_tasks_per_pipeline) + " steps",
+                           "最多 " + std::to_string(config_.max_tasks_per_pipeline) + " 个步骤");
+  }
+  Millis now = clock_.now_ms();
+  pipeline.id = new_id("p", now);
+  pipeline.submitted_by = p.user;
+  pipeline.created_at = now;
+  json::array task_list;
+
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto pg, tx.get_project_group(pipeline.project_group));
+    if (!pg) return unknown_reference("metadata.project_group", "project group", pipeline.project_group);
+    if (!p.can_submit_to(pg->name)) {
+      return forbidden_for(p, "submit into project group " + pg->name, "向项目组 " + pg->name + " 提交任务");
+    }
+    if (pipeline.resource_group.empty()) pipeline.resource_group = pg->default_resource_group;
+    if (pipeline.resource_group.empty()) {
+      return errors::invalid("spec.resource_group",
+                             "is required: project group " + pg->name + " has no default resource group",
+                             "必填：项目组 " + pg->name + " 没有默认资源组");
+    }
+    CP_ASSIGN(auto rg, tx.get_resource_group(pipeline.resource_group));
+    if (!rg) return unknown_reference("spec.resource_group", "resource group", pipeline.resource_group);
+    if (!pg->allows_resource_group(rg->name)) {
+      Error e = errors::forbidden("project group " + pg->name + " may not use resource group " + rg->name,
+                                  "项目组 " + pg->name + " 无权使用资源组 " + rg->name);
+      e.code = "resource_group_not_allowed";
+      return e;
+    }
+    for (const auto& grant : pg->resource_groups) {
+      if (grant.name == rg->name && grant.approval == "required" && !p.is_admin()) {
+        Error e = errors::forbidden("resource group " + rg->name + " needs an approval for project group " + pg->name,
+                                    "项目组 " + pg->name + " 使用资源组 " + rg->name + " 需要审批");
+        e.code = "approval_required";
+        return e;
+      }
+    }
+    for (const auto& [k, v] : rg->required_labels) {
+      auto it = pipeline.labels.find(k);
+      if (it == pipeline.labels.end() || it->second != v) {
+        Error e = errors::invalid("metadata.labels", "resource group " + rg->name + " requires label " + k + "=" + v,
+                                  "资源组 " + rg->name + " 要求标签 " + k + "=" + v);
+        e.code = "missing_required_label";
+        return e;
+      }
+    }
+    int priority = 0;
+    if (!pipeline.priority.empty()) {
+      CP_ASSIGN(auto pc, tx.get_priority_class(pipeline.priority));
+      if (!pc) return unknown_reference("spec.priority", "priority class", pipeline.priority);
+      priority = pc->value;
+    }
+    if (!pipeline.cluster.empty()) {
+      CP_ASSIGN(auto c, tx.get_cluster(pipeline.cluster));
+      if (!c) return unknown_reference("spec.cluster", "cluster", pipeline.cluster);
+      if (std::find(rg->clusters.begin(), rg->clusters.end(), pipeline.cluster) == rg->clusters.end()) {
+        return errors::invalid("spec.cluster", "cluster " + pipeline.cluster + " is not in resource group " + rg->name,
+                               "集群 " + pipeline.cluster + " 不属于资源组 " + rg->name);
+      }
+    }
+    for (std::size_t i = 0; i < pipeline.steps.size(); ++i) {
+      auto& step = pipeline.steps[i];
+      apply_defaults(step, *rg);
+      if (!rg->max_per_task.empty()) {
+        Resources total = step.resources.times(step.replicas);
+        for (const auto& name : total.exceeding(rg->max_per_task)) {
+          if (rg->max_per_task.get(name) == 0) continue;  // only named maxima apply
+          Error e = errors::invalid("spec.steps[" + std::to_string(i) + "].resources." + name,
+                                    "asks " + format_quantity(name, total.get(name)) + " but resource group " +
+                                        rg->name + " allows at most " +
+                                        format_quantity(name, rg->max_per_task.get(name)) + " per task",
+                                    "申请 " + format_quantity(name, total.get(name)) + "，但资源组 " + rg->name +
+                                        " 每个任务最多 " + format_quantity(name, rg->max_per_task.get(name)));
+          e.code = "exceeds_task_maximum";
+          return e;
+        }
+      }
+    }
+    CP_TRY(tx.insert_pipeline(pipeline));
+    std::map<std::string, std::string> id_of_step;
+    for (auto idx : topological_order(pipeline.steps)) id_of_step[pipeline.steps[idx].name] = new_id("t", now);
+    for (auto idx : topological_order(pipeline.steps)) {
+      const auto& step = pipeline.steps[idx];
+      Task t;
+      t.id = id_of_step[step.name];
+      t.pipeline_id = pipeline.id;
+      t.name = step.name;
+      t.project_group = pg->name;
+      t.resource_group = rg->name;
+      t.priority_class = pipeline.priority;
+      t.priority = priority;
+      t.user = p.user;
+      t.step = step;
+      for (const auto& d : step.depends_on) t.depends_on.push_back(id_of_step[d]);
+      t.cluster_selector = pipeline.cluster_selector;
+      t.cluster = pipeline.cluster;
+      t.state = TaskState::Queued;
+      t.created_at = t.updated_at = t.queued_at = now;
+      CP_TRY(tx.insert_task(t));
+      json::object data;
+      data["pipeline_id"] = pipeline.id;
+      data["project_group"] = t.project_group;
+      data["resource_group"] = t.resource_group;
+      CP_ASSIGN(auto eid, tx.append_event(make_event(now, p.user, "task", t.id, "task.state", "", "Queued",
+                                                    "submitted", data)));
+      (void)eid;
+      json::object item;
+      item["id"] = t.id;
+      item["name"] = t.name;
+      item["state"] = "Queued";
+      task_list.push_back(std::move(item));
+    }
+    return {};
+  }));
+  wake_scheduler();
+  json::object out;
+  out["pipeline"] = to_json(pipeline);
+  out["tasks"] = std::move(task_list);
+  return out;
+}
+
+Result<json::object> ControlPlane::get_pipeline(const Principal& p, const std::string& id) {
+  json::object out;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto pl, tx.get_pipeline(id));
+    if (!pl || !p.can_read_project(pl->project_group)) return not_visible("pipeline", id);
+    CP_ASSIGN(auto tasks, tx.tasks_of_pipeline(id));
+    out["pipeline"] = to_json(*pl);
+    out["tasks"] = to_json(tasks);
+    return {};
+  }));
+  return out;
+}
+
+Result<TaskPage> ControlPlane::list_tasks(const Principal& p, TaskQuery q) {
+  if (p.kind != Principal::Kind::user) return forbidden_for(p, "list tasks", "查看任务");
+  if (!p.can_read_all()) {
+    std::set<std::string> visible;
+    for (const auto& [pg, role] : p.project_roles) visible.insert(pg);
+    q.project_groups = visible;
+  }
+  TaskPage page;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(page, tx.list_tasks(q));
+    return {};
+  }));
+  return page;
+}
+
+Result<json::object> ControlPlane::get_task(const Principal& p, const std::string& id) {
+  json::object out;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto t, tx.get_task(id));
+    if (!t || !p.can_read_project(t->project_group)) return not_visible("task", id);
+    CP_ASSIGN(auto attempts, tx.attempts_of_task(id));
+    out = to_json(*t).as_object();
+    out["attempts"] = to_json(attempts);
+    return {};
+  }));
+  return out;
+}
+
+Result<Task> ControlPlane::cancel_task(const Principal& p, const std::string& id) {
+  Millis now = clock_.now_ms();
+  Task out;
+  std::string notify_cluster;
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto t, tx.get_task(id));
+    if (!t || !p.can_read_project(t->project_group)) return not_visible("task", id);
+    if (!(p.can_submit_to(t->project_group) && (t->user == p.user || p.can_admin_project(t->project_group)))) {
+      return forbidden_for(p, "cancel task " + id, "取消任务 " + id);
+    }
+    if (is_terminal(t->state)) {
+      Error e = errors::conflict("task " + id + " already ended as " + boost::describe::enum_to_string(t->state, "?"),
+                                 "任务 " + id + " 已结束（" + boost::describe::enum_to_string(t->state, "?") + "）");
+      e.code = "already_finished";
+      return e;
+    }
+    t->cancel_requested = true;
+    if (t->state == TaskState::Queued || t->state == TaskState::Lost || t->current_attempt.empty()) {
+      t->reasons = {PendingReason{"cancelled", "cancelled by " + p.user, "已被 " + p.user + " 取消", {}}};
+      CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, p.user, "cancelled by " + p.user));
+      CP_TRY(internal::cancel_dependents(tx, *t, now, p.user));
+    } else {
+      CP_ASSIGN(auto a, tx.get_attempt(t->current_attempt));
+      CP_CHECK(a.has_value(), "task without its current attempt");
+      if (!is_terminal(a->state) && a->state != AttemptState::Stopping) {
+        a->state = AttemptState::Stopping;
+        a->stop_reason = "cancel";
+        CP_TRY(tx.update_attempt(*a));
+        notify_cluster = a->cluster_id;
+      }
+      t->updated_at = now;
+      CP_TRY(tx.update_task(*t));
+      CP_ASSIGN(auto eid, tx.append_event(make_event(now, p.user, "task", id, "task.cancel_requested", "", "",
+                                                    "cancel requested; the agent stops attempt " + a->id)));
+      (void)eid;
+    }
+    out = *t;
+    return {};
+  }));
+  if (!notify_cluster.empty()) cluster_signal(notify_cluster).notify();
+  return out;
+}
+
+Result<json::object> ControlPlane::explain_task(const Principal& p, const std::string& id) {
+  json::object out;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto t, tx.get_task(id));
+    if (!t || !p.can_read_project(t->project_group)) return not_visible("task", id);
+    CP_ASSIGN(auto attempts, tx.attempts_of_task(id));
+    std::string state = boost::describe::enum_to_string(t->state, "?");
+    std::string summary, summary_zh;
+    if (t->state == TaskState::Queued) {
+      if (t->reasons.empty()) {
+        summary = "Queued: waiting for the next scheduling cycle";
+        summary_zh = "排队中：等待下一轮调度";
+      } else {
+        summary = "Queued: " + t->reasons.front().message;
+        summary_zh = "排队中：" + t->reasons.front().message_zh;
+      }
+    } else if (!attempts.empty()) {
+      const auto& a = attempts.back();
+      std::string where = a.cluster_id;
+      if (!a.placements.empty()) where += "/" + a.placements.front().node;
+      summary = state + " on " + where + " (attempt " + std::to_string(a.number) + ")";
+      summary_zh = state + "，位于 " + where + "（第 " + std::to_string(a.number) + " 次尝试）";
+      if (t->exit_code) {
+        summary += ", exit code " + std::to_string(*t->exit_code);
+        summary_zh += "，退出码 " + std::to_string(*t->exit_code);
+      }
+    } else {
+      summary = summary_zh = state;
+      if (!t->reasons.empty()) {
+        summary += ": " + t->reasons.front().message;
+        summary_zh += "：" + t->reasons.front().message_zh;
+      }
+    }
+    out["task_id"] = t->id;
+    out["state"] = state;
+    out["reasons"] = to_json(t->reasons);
+    out["attempts"] = to_json(attempts);
+    out["summary"] = summary;
+    out["summary_zh"] = summary_zh;
+    return {};
+  }));
+  return out;
+}
+
+Result<LogRead> ControlPlane::read_logs(const Principal& p, const std::string& task_id, int attempt_number,
+                                        std::int64_t offset) {
+  std::optional<Attempt> attempt;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto t, tx.get_task(task_id));
+    if (!t || !p.can_read_project(t->project_group)) return not_visible("task", task_id);
+    int n = attempt_number > 0 ? attempt_number : t->attempts;
+    if (n <= 0) return {};
+    CP_ASSIGN(attempt, tx.get_attempt(task_id + "." + std::to_string(n)));
+    if (!attempt) return errors::not_found("attempt", task_id + "." + std::to_string(n));
+    return {};
+  }));
+  LogRead out;
+  out.next_offset = offset;
+  if (!attempt) return out;  // not started yet
+  out.attempt_id = attempt->id;
+  // Chunks are keyed by their byte offset; a resent chunk overwrites its key,
+  // and overlapping chunks contribute only bytes not yet seen.
+  std::string prefix = log_prefix(task_id, attempt->id) + "r0/";
+  std::string after;
+  while (true) {
+    CP_ASSIGN(auto infos, objects_.list(prefix, after, 1000));
+    for (const auto& info : infos) {
+      std::int64_t chunk_off = std::stoll(info.key.substr(prefix.size()));
+      if (chunk_off + info.size <= out.next_offset) continue;
+      if (chunk_off > out.next_offset) break;  // a gap: that chunk has not arrived yet
+      CP_ASSIGN(auto data, objects_.get(info.key));
+      if (!data) continue;
+      std::int64_t skip = out.next_offset - chunk_off;
+      if (skip < static_cast<std::int64_t>(data->size())) {
+        out.data.append(*data, static_cast<std::size_t>(skip));
+        out.next_offset = chunk_off + static_cast<std::int64_t>(data->size());
+      }
+      if (static_cast<std::int64_t>(out.data.size()) >= config_.log_chunk_max_bytes) return out;
+    }
+    if (infos.size() < 1000) break;
+    after = infos.back().key;
+  }
+  // The agent ships an attempt's last output before it reports the end, so
+  // once the attempt is terminal everything has been read.
+  out.finished = is_terminal(attempt->state);
+  return out;
+}
+
+Result<std::vector<Event>> ControlPlane::list_events(const Principal& p, const EventQuery& q) {
+  if (!p.can_read_all()) return forbidden_for(p, "read the event log", "查看事件日志");
+  std::vector<Event> out;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(out, tx.list_events(q));
+    return {};
+  }));
+  return out;
+}
+
+}  // namespace cp
