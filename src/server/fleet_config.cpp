@@ -1,0 +1,223 @@
+#include "server/fleet_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "model/documents.h"
+
+namespace cp {
+
+namespace {
+
+struct Metadata {
+  std::string name;
+  Labels labels;
+};
+BOOST_DESCRIBE_STRUCT(Metadata, (), (name, labels))
+
+struct ServerSpec {
+  std::string listen = "127.0.0.1:8080";
+  std::string store;
+  std::string objects;
+  std::string web_root;
+  std::string log_level = "info";
+  std::int64_t lease_ttl_s = 30;
+  std::int64_t lost_after_s = 40;
+  std::int64_t credential_ttl_s = 3600;
+};
+BOOST_DESCRIBE_STRUCT(ServerSpec, (),
+                      (listen, store, objects, web_root, log_level, lease_ttl_s, lost_after_s, credential_ttl_s))
+
+struct ServerDoc {
+  std::string apiVersion;
+  std::string kind;
+  Metadata metadata;
+  ServerSpec spec;
+};
+BOOST_DESCRIBE_STRUCT(ServerDoc, (), (apiVersion, kind, metadata, spec))
+
+struct ClusterSpec {
+  std::string display_name;
+  ExecutorKind executor = ExecutorKind::local;
+  std::string storage_pool = "default";
+  bool embedded_agent = true;
+  std::vector<FleetNode> nodes;
+};
+BOOST_DESCRIBE_STRUCT(ClusterSpec, (), (display_name, executor, storage_pool, embedded_agent, nodes))
+
+struct ClusterDoc {
+  std::string apiVersion;
+  std::string kind;
+  Metadata metadata;
+  ClusterSpec spec;
+};
+BOOST_DESCRIBE_STRUCT(ClusterDoc, (), (apiVersion, kind, metadata, spec))
+
+struct UserSpec {
+  PlatformRole role = PlatformRole::user;
+};
+BOOST_DESCRIBE_STRUCT(UserSpec, (), (role))
+
+struct UserDoc {
+  std::string apiVersion;
+  std::string kind;
+  Metadata metadata;
+  UserSpec spec;
+};
+BOOST_DESCRIBE_STRUCT(UserDoc, (), (apiVersion, kind, metadata, spec))
+
+Error in_document(std::size_t index, const Error& e) {
+  Error out = e;
+  std::string where = "document " + std::to_string(index + 1);
+  out.message = where + ": " + e.message;
+  out.message_zh = "第 " + std::to_string(index + 1) + " 个文档：" + e.message_zh;
+  out.details["document"] = static_cast<std::int64_t>(index + 1);
+  return out;
+}
+
+}  // namespace
+
+Result<FleetConfig> parse_fleet_config(std::string_view text) {
+  CP_ASSIGN(auto docs, parse_documents(text));
+  FleetConfig fleet;
+  bool have_server = false;
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    const auto& d = docs[i];
+    if (!d.is_object() || !d.as_object().contains("kind") || !d.as_object().at("kind").is_string()) {
+      return in_document(i, errors::invalid("kind", "is required", "必填"));
+    }
+    std::string kind(d.as_object().at("kind").as_string());
+    DecodeContext strict{"", true};
+    if (kind == "Server") {
+      if (have_server) return in_document(i, errors::invalid("kind", "only one Server document", "只能有一个 Server 文档"));
+      have_server = true;
+      ServerDoc sd;
+      if (auto st = from_json(d, sd, strict); !st.ok()) return in_document(i, st.error());
+      fleet.server.listen = sd.spec.listen;
+      fleet.server.store = sd.spec.store;
+      fleet.server.objects = sd.spec.objects;
+      fleet.server.web_root = sd.spec.web_root;
+      fleet.server.log_level = sd.spec.log_level;
+      fleet.server.control.lease_ttl_s = sd.spec.lease_ttl_s;
+      fleet.server.control.lost_after_s = sd.spec.lost_after_s;
+      fleet.server.control.credential_ttl_s = sd.spec.credential_ttl_s;
+      if (sd.spec.lease_ttl_s < 5 || sd.spec.lost_after_s < sd.spec.lease_ttl_s) {
+        return in_document(i, errors::invalid("spec.lost_after_s", "must be >= lease_ttl_s >= 5",
+                                              "必须 >= lease_ttl_s >= 5"));
+      }
+    } else if (kind == "Cluster") {
+      ClusterDoc cd;
+      if (auto st = from_json(d, cd, strict); !st.ok()) return in_document(i, st.error());
+      if (auto st = validate_name(cd.metadata.name, "metadata.name"); !st.ok()) return in_document(i, st.error());
+      ClusterConfig c;
+      c.id = cd.metadata.name;
+      c.labels = cd.metadata.labels;
+      c.display_name = cd.spec.display_name;
+      c.executor = cd.spec.executor;
+      c.storage_pool = cd.spec.storage_pool;
+      c.embedded_agent = cd.spec.embedded_agent;
+      c.nodes = cd.spec.nodes;
+      for (std::size_t n = 0; n < c.nodes.size(); ++n) {
+        std::string path = "spec.nodes[" + std::to_string(n) + "]";
+        if (auto st = validate_name(c.nodes[n].name, path + ".name"); !st.ok()) return in_document(i, st.error());
+        if (!c.nodes[n].cpu.empty()) {
+          if (auto q = parse_quantity(kCpu, c.nodes[n].cpu, path + ".cpu"); !q.ok()) return in_document(i, q.error());
+        }
+        if (!c.nodes[n].memory.empty()) {
+          if (auto q = parse_quantity(kMemory, c.nodes[n].memory, path + ".memory"); !q.ok()) {
+            return in_document(i, q.error());
+          }
+        }
+        if (c.nodes[n].gpus.count < 0 || c.nodes[n].gpus.count > 64) {
+          return in_document(i, errors::invalid(path + ".gpus.count", "must be 0..64", "应为 0..64"));
+        }
+      }
+      fleet.clusters.push_back(std::move(c));
+    } else if (kind == "User") {
+      UserDoc ud;
+      if (auto st = from_json(d, ud, strict); !st.ok()) return in_document(i, st.error());
+      if (auto st = validate_name(ud.metadata.name, "metadata.name"); !st.ok()) return in_document(i, st.error());
+      fleet.users.push_back(User{ud.metadata.name, ud.spec.role, 0});
+    } else if (kind == "PriorityClass" || kind == "ResourceGroup" || kind == "ProjectGroup") {
+      // Validated now, so a bad file fails at start rather than half-applied.
+      Status st;
+      if (kind == "PriorityClass") {
+        auto r = priority_class_from_document(d);
+        if (!r.ok()) st = r.error();
+      } else if (kind == "ResourceGroup") {
+        auto r = resource_group_from_document(d);
+        if (!r.ok()) st = r.error();
+      } else {
+        auto r = project_group_from_document(d);
+        if (!r.ok()) st = r.error();
+      }
+      if (!st.ok()) return in_document(i, st.error());
+      fleet.documents.push_back(d);
+    } else {
+      return in_document(i, errors::invalid("kind", "unknown kind \"" + kind +
+                                                        "\" (Server, Cluster, User, PriorityClass, ResourceGroup, "
+                                                        "ProjectGroup)",
+                                            "未知类型 \"" + kind + "\""));
+    }
+  }
+  return fleet;
+}
+
+Result<FleetConfig> load_fleet_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return errors::invalid("--config", "cannot read " + path, "无法读取 " + path);
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto r = parse_fleet_config(ss.str());
+  if (!r.ok()) {
+    Error e = r.error();
+    e.message = path + ": " + e.message;
+    e.message_zh = path + "：" + e.message_zh;
+    return e;
+  }
+  return r;
+}
+
+Status apply_fleet(ControlPlane& cp, const FleetConfig& fleet) {
+  Principal admin;
+  admin.kind = Principal::Kind::user;
+  admin.user = "admin";
+  admin.role = PlatformRole::admin;
+  for (const auto& c : fleet.clusters) {
+    auto existing = cp.get_cluster(admin, c.id);
+    if (existing.ok()) continue;
+    json::object body;
+    body["id"] = c.id;
+    body["display_name"] = c.display_name;
+    body["executor"] = boost::describe::enum_to_string(c.executor, "local");
+    body["storage_pool"] = c.storage_pool;
+    body["labels"] = to_json(c.labels);
+    CP_ASSIGN(auto created, cp.create_cluster(admin, body));
+    (void)created;
+  }
+  CP_ASSIGN(auto users, cp.list_users(admin));
+  for (const auto& u : fleet.users) {
+    bool exists = false;
+    for (const auto& e : users) exists = exists || e.name == u.name;
+    if (exists) continue;
+    json::object body;
+    body["name"] = u.name;
+    body["role"] = boost::describe::enum_to_string(u.role, "user");
+    CP_ASSIGN(auto created, cp.create_user(admin, body));
+    (void)created;
+  }
+  // Classes first, then resource groups, then project groups (which refer to them).
+  for (const char* kind : {"PriorityClass", "ResourceGroup", "ProjectGroup"}) {
+    for (const auto& d : fleet.documents) {
+      if (d.as_object().at("kind").as_string() != kind) continue;
+      std::string name(d.as_object().at("metadata").as_object().at("name").as_string());
+      CP_ASSIGN(auto applied, cp.apply_document(admin, kind, d, name));
+      (void)applied;
+    }
+  }
+  return {};
+}
+
+}  // namespace cp
