@@ -1,0 +1,403 @@
+// ControlPlane over a real SQLite store and a local object store, with a
+// simulated clock: the lifecycle, agent protocol, liveness and authorization
+// rules of DESIGN.md, one property per test.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "model/documents.h"
+#include "objstore/object_store.h"
+#include "server/control_plane.h"
+#include "server/fleet_config.h"
+#include "store/store.h"
+
+namespace cp {
+namespace {
+
+constexpr std::string_view kFleet = R"(
+apiVersion: cubeplane/v1
+kind: Cluster
+metadata: {name: c1}
+spec: {executor: local, storage_pool: pool-a}
+---
+apiVersion: cubeplane/v1
+kind: Cluster
+metadata: {name: c2}
+spec: {executor: local, storage_pool: pool-a}
+---
+apiVersion: cubeplane/v1
+kind: User
+metadata: {name: alice}
+---
+apiVersion: cubeplane/v1
+kind: User
+metadata: {name: mallory}
+---
+apiVersion: cubeplane/v1
+kind: PriorityClass
+metadata: {name: batch}
+spec: {value: 100, grace: 7s}
+---
+apiVersion: cubeplane/v1
+kind: ResourceGroup
+metadata: {name: rg-a}
+spec:
+  clusters: [c1, c2]
+  quota:
+    gpu/a100: {guaranteed: 4}
+---
+apiVersion: cubeplane/v1
+kind: ProjectGroup
+metadata: {name: pa}
+spec:
+  members: [{user: alice, role: member}]
+  default_resource_group: rg-a
+---
+apiVersion: cubeplane/v1
+kind: ProjectGroup
+metadata: {name: pb}
+spec:
+  members: [{user: mallory, role: admin}]
+  default_resource_group: rg-a
+)";
+
+std::string pipeline_yaml(const std::string& pg, int gpus, const std::string& extra = "") {
+  return "apiVersion: cubeplane/v1\nkind: Pipeline\nmetadata: {name: p, project_group: " + pg +
+         "}\nspec:\n  priority: batch\n  steps:\n    - name: train\n      command: [\"true\"]\n"
+         "      resources: {cpu: \"1\", gpu: " +
+         std::to_string(gpus) + ", gpu_type: a100}\n" + extra;
+}
+
+NodeReport gpu_node(const std::string& name, int gpus) {
+  NodeReport n;
+  n.name = name;
+  n.labels = {{"gpu-type", "a100"}};
+  n.capacity = Resources::parse_or_die("cpu:16,memory:64Gi,gpu/a100:" + std::to_string(gpus));
+  n.allocatable = n.capacity;
+  for (int i = 0; i < gpus; ++i) n.gpus.push_back(GpuDevice{i, "uuid-" + std::to_string(i), "a100", 0, 0, 0});
+  return n;
+}
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("cp-server-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    store_ = std::move(open_store("sqlite::memory:")).value();
+    ASSERT_TRUE(store_->migrate().ok());
+    objects_ = std::move(open_object_store("file://" + dir_.string())).value();
+    ServerConfig cfg;
+    cfg.lease_ttl_s = 30;
+    cfg.lost_after_s = 40;
+    cfg.credential_ttl_s = 3600;
+    cp_ = std::make_unique<ControlPlane>(*store_, *objects_, clock_, cfg);
+    auto admin_token = cp_->ensure_admin_token();
+    ASSERT_TRUE(admin_token.ok() && admin_token->has_value());
+    admin_ = cp_->authenticate(**admin_token).value();
+    auto fleet = parse_fleet_config(kFleet);
+    ASSERT_TRUE(fleet.ok()) << fleet.error().message;
+    ASSERT_TRUE(apply_fleet(*cp_, *fleet).ok());
+    alice_ = user_principal("alice");
+    mallory_ = user_principal("mallory");
+  }
+  void TearDown() override {
+    cp_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Principal user_principal(const std::string& name) {
+    auto tok = cp_->create_token(admin_, name, json::value(nullptr));
+    EXPECT_TRUE(tok.ok());
+    return cp_->authenticate(std::string(tok->at("token").as_string())).value();
+  }
+
+  // Registers an agent for `cluster` and returns its principal and credential.
+  std::pair<Principal, std::string> connect(const std::string& cluster) {
+    auto boot = cp_->create_bootstrap_token(admin_, cluster, json::value(nullptr));
+    EXPECT_TRUE(boot.ok());
+    RegisterRequest req{cluster, std::string(boot->at("token").as_string()), "instance-1", "test"};
+    auto reg = cp_->agent_register(req, "");
+    EXPECT_TRUE(reg.ok());
+    return {cp_->authenticate_agent(reg->credential).value(), reg->credential};
+  }
+
+  SyncResponse sync(const Principal& agent, std::vector<AttemptReport> attempts, int gpus = 8) {
+    SyncRequest req;
+    req.cluster_id = agent.cluster_id;
+    req.agent_instance = "instance-1";
+    req.nodes = {gpu_node(agent.cluster_id + "-n1", gpus)};
+    req.attempts = std::move(attempts);
+    auto r = cp_->agent_sync(agent, req);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? *r : SyncResponse{};
+  }
+
+  std::vector<std::string> submit(const Principal& p, const std::string& yaml) {
+    auto doc = parse_document(yaml);
+    EXPECT_TRUE(doc.ok());
+    auto r = cp_->submit_pipeline(p, *doc);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    std::vector<std::string> ids;
+    if (r.ok()) {
+      for (const auto& t : r->at("tasks").as_array()) ids.emplace_back(t.at("id").as_string());
+    }
+    return ids;
+  }
+
+  Task task(const std::string& id) {
+    auto j = cp_->get_task(admin_, id);
+    EXPECT_TRUE(j.ok());
+    Task t;
+    json::object o = *j;
+    o.erase("attempts");
+    EXPECT_TRUE(from_json(json::value(o), t).ok());
+    return t;
+  }
+
+  std::filesystem::path dir_;
+  SimulatedClock clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<ObjectStore> objects_;
+  std::unique_ptr<ControlPlane> cp_;
+  Principal admin_, alice_, mallory_;
+};
+
+TEST_F(ControlPlaneTest, SubmittedTaskIsPlacedStartedAndSucceeds) {
+  // A task goes Queued -> Dispatched -> Running -> Succeeded through one cycle and two syncs, with events.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto ids = submit(alice_, pipeline_yaml("pa", 2));
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  EXPECT_EQ(task(ids[0]).state, TaskState::Dispatched);
+  auto resp = sync(agent, {});
+  ASSERT_EQ(resp.start.size(), 1u);
+  const auto& order = resp.start[0];
+  EXPECT_EQ(order.task_id, ids[0]);
+  EXPECT_EQ(order.placements.at(0).gpu_indices.size(), 2u);
+  EXPECT_EQ(order.grace_s, 7);
+  // Resending the same sync is harmless: the start is repeated, nothing else changes.
+  EXPECT_EQ(sync(agent, {}).start.size(), 1u);
+  AttemptReport running{order.attempt_id, order.epoch, AttemptState::Running, std::nullopt, clock_.now_ms(), 0, ""};
+  EXPECT_TRUE(sync(agent, {running}).start.empty());
+  EXPECT_EQ(task(ids[0]).state, TaskState::Running);
+  clock_.advance_ms(5000);
+  AttemptReport done{order.attempt_id, order.epoch, AttemptState::Succeeded, 0, running.started_at, clock_.now_ms(),
+                     ""};
+  auto ack = sync(agent, {done});
+  ASSERT_EQ(ack.ack.size(), 1u);
+  EXPECT_EQ(task(ids[0]).state, TaskState::Succeeded);
+  auto events = cp_->list_events(admin_, EventQuery{"task", ids[0], 0, 100});
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->size(), 4u);  // Queued, Dispatched, Running, Succeeded
+}
+
+TEST_F(ControlPlaneTest, OverQuotaTaskStaysQueuedWithTheQuotaReason) {
+  // A task that does not fit the group's quota next to running work waits with quota_exceeded.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto first = submit(alice_, pipeline_yaml("pa", 3));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  auto second = submit(alice_, pipeline_yaml("pa", 2));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  EXPECT_EQ(task(first[0]).state, TaskState::Dispatched);
+  Task waiting = task(second[0]);
+  EXPECT_EQ(waiting.state, TaskState::Queued);
+  ASSERT_FALSE(waiting.reasons.empty());
+  EXPECT_EQ(waiting.reasons[0].code, "quota_exceeded");
+  auto explain = cp_->explain_task(alice_, second[0]);
+  ASSERT_TRUE(explain.ok());
+  EXPECT_NE(std::string(explain->at("summary").as_string()).find("quota"), std::string::npos);
+}
+
+TEST_F(ControlPlaneTest, CancellingARunningTaskSendsAStopWithTheClassGrace) {
+  // Cancel marks the attempt Stopping; the agent is told to stop it; its report ends the task Cancelled.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto ids = submit(alice_, pipeline_yaml("pa", 1));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  auto order = sync(agent, {}).start.at(0);
+  AttemptReport running{order.attempt_id, order.epoch, AttemptState::Running, std::nullopt, clock_.now_ms(), 0, ""};
+  sync(agent, {running});
+  auto cancelled = cp_->cancel_task(alice_, ids[0]);
+  ASSERT_TRUE(cancelled.ok());
+  auto resp = sync(agent, {running});
+  ASSERT_EQ(resp.stop.size(), 1u);
+  EXPECT_EQ(resp.stop[0].reason, "cancel");
+  EXPECT_EQ(resp.stop[0].grace_s, 7);
+  AttemptReport gone{order.attempt_id, order.epoch, AttemptState::Cancelled, 143, running.started_at,
+                     clock_.now_ms(), "killed by signal 15"};
+  sync(agent, {gone});
+  EXPECT_EQ(task(ids[0]).state, TaskState::Cancelled);
+  // A second cancel is refused: the task already ended.
+  auto again = cp_->cancel_task(alice_, ids[0]);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().status, 409);
+}
+
+TEST_F(ControlPlaneTest, SilentClusterGoesOfflineAndItsTasksMoveToAnotherCluster) {
+  // Past lost_after the cluster is offline (unreachable), its attempt Lost; the task runs again on c2, once.
+  auto [a1, c1cred] = connect("c1");
+  auto [a2, c2cred] = connect("c2");
+  sync(a1, {});
+  auto ids = submit(alice_, pipeline_yaml("pa", 1));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  Task placed = task(ids[0]);
+  const std::string first_cluster = placed.assigned_cluster;
+  ASSERT_EQ(first_cluster, "c1");  // c2 has no nodes yet
+  auto order = sync(a1, {}).start.at(0);
+  sync(a1, {AttemptReport{order.attempt_id, order.epoch, AttemptState::Running, std::nullopt, clock_.now_ms(), 0,
+                          ""}});
+  sync(a2, {});
+  clock_.advance_ms(41'000);
+  sync(a2, {});  // c2 keeps talking
+  ASSERT_TRUE(cp_->check_liveness().ok());
+  auto c1 = cp_->get_cluster(admin_, "c1");
+  EXPECT_EQ(c1->state, ClusterState::offline);
+  EXPECT_EQ(c1->state_reason, "unreachable");
+  EXPECT_EQ(task(ids[0]).state, TaskState::Queued);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  Task moved = task(ids[0]);
+  EXPECT_EQ(moved.assigned_cluster, "c2");
+  EXPECT_EQ(cp_->get_task(admin_, ids[0])->at("attempts").as_array().size(), 2u);
+  // The old agent comes back and reports its attempt still running: told superseded.
+  auto back = sync(a1, {AttemptReport{order.attempt_id, order.epoch, AttemptState::Running, std::nullopt,
+                                      order.epoch, 0, ""}});
+  ASSERT_EQ(back.stop.size(), 1u);
+  EXPECT_EQ(back.stop[0].reason, "superseded");
+  EXPECT_EQ(task(ids[0]).assigned_cluster, "c2");
+}
+
+TEST_F(ControlPlaneTest, ReportWithAStaleEpochIsRefused) {
+  // A report carrying another epoch than the attempt's changes nothing and is answered superseded.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto ids = submit(alice_, pipeline_yaml("pa", 1));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  auto order = sync(agent, {}).start.at(0);
+  auto resp = sync(agent, {AttemptReport{order.attempt_id, order.epoch + 5, AttemptState::Succeeded, 0, 1, 2, ""}});
+  ASSERT_EQ(resp.stop.size(), 1u);
+  EXPECT_EQ(resp.stop[0].reason, "superseded");
+  EXPECT_EQ(task(ids[0]).state, TaskState::Dispatched);
+}
+
+TEST_F(ControlPlaneTest, ACredentialOfOneClusterCannotSyncAsAnother) {
+  // An agent credential is scoped to its cluster: syncing as another cluster is forbidden.
+  auto [agent, cred] = connect("c1");
+  SyncRequest req;
+  req.cluster_id = "c2";
+  auto r = cp_->agent_sync(agent, req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().status, 403);
+  EXPECT_EQ(cp_->get_cluster(admin_, "c2")->state, ClusterState::offline);
+}
+
+TEST_F(ControlPlaneTest, ExpiredCredentialIsRefusedAndTheClusterSaysSo) {
+  // After the credential expires, sync is refused with credential_expired and the cluster shows that reason.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  clock_.advance_ms(3601'000);
+  auto r = cp_->authenticate_agent(cred);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "credential_expired");
+  auto c = cp_->get_cluster(admin_, "c1");
+  EXPECT_EQ(c->state_reason, "credential_expired");
+}
+
+TEST_F(ControlPlaneTest, BootstrapTokensAreOneTime) {
+  // A bootstrap token registers one agent; the second use is refused.
+  auto boot = cp_->create_bootstrap_token(admin_, "c1", json::value(nullptr));
+  RegisterRequest req{"c1", std::string(boot->at("token").as_string()), "i", "v"};
+  EXPECT_TRUE(cp_->agent_register(req, "").ok());
+  auto again = cp_->agent_register(req, "");
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.error().status, 401);
+  // ... and one for c1 cannot register c2.
+  auto boot2 = cp_->create_bootstrap_token(admin_, "c1", json::value(nullptr));
+  RegisterRequest wrong{"c2", std::string(boot2->at("token").as_string()), "i", "v"};
+  EXPECT_EQ(cp_->agent_register(wrong, "").error().status, 403);
+}
+
+TEST_F(ControlPlaneTest, MembersSubmitAndSeeOnlyTheirProjectGroups) {
+  // mallory (pb) cannot submit into pa nor see pa's tasks; nothing is stored by the refused submit.
+  auto ids = submit(alice_, pipeline_yaml("pa", 1));
+  auto doc = parse_document(pipeline_yaml("pa", 1));
+  auto refused = cp_->submit_pipeline(mallory_, *doc);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().status, 403);
+  auto theirs = cp_->list_tasks(mallory_, TaskQuery{});
+  ASSERT_TRUE(theirs.ok());
+  EXPECT_TRUE(theirs->items.empty());
+  EXPECT_EQ(cp_->get_task(mallory_, ids[0]).error().status, 404);
+  auto all = cp_->list_tasks(admin_, TaskQuery{});
+  EXPECT_EQ(all->items.size(), 1u);
+  // Members do not change resource groups.
+  auto rg = parse_document("apiVersion: cubeplane/v1\nkind: ResourceGroup\nmetadata: {name: rg-x}\nspec: {}\n");
+  EXPECT_EQ(cp_->apply_document(alice_, "ResourceGroup", *rg, std::nullopt).error().status, 403);
+}
+
+TEST_F(ControlPlaneTest, UnknownReferencesAreRefusedAndNothingIsStored) {
+  // A pipeline naming an unknown project group, priority class or cluster is a 400 naming the field.
+  for (const auto& [yaml, field] : std::vector<std::pair<std::string, std::string>>{
+           {pipeline_yaml("nope", 1), "metadata.project_group"},
+           {"apiVersion: cubeplane/v1\nkind: Pipeline\nmetadata: {name: p, project_group: pa}\nspec:\n  priority: "
+            "zzz\n  steps: [{name: s, command: [\"true\"]}]\n",
+            "spec.priority"},
+           {"apiVersion: cubeplane/v1\nkind: Pipeline\nmetadata: {name: p, project_group: pa}\nspec:\n  cluster: "
+            "c9\n  steps: [{name: s, command: [\"true\"]}]\n",
+            "spec.cluster"}}) {
+    auto doc = parse_document(yaml);
+    ASSERT_TRUE(doc.ok());
+    auto r = cp_->submit_pipeline(admin_, *doc);
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_EQ(r.error().status, 400);
+    EXPECT_EQ(std::string(r.error().details.at("field").as_string()), field);
+    EXPECT_FALSE(r.error().message_zh.empty());
+  }
+  EXPECT_TRUE(cp_->list_tasks(admin_, TaskQuery{})->items.empty());
+}
+
+TEST_F(ControlPlaneTest, FailedStepRetriesThenCancelsItsDependents) {
+  // A failing step is retried max_retries times; then it fails and its dependents are cancelled.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto ids = submit(alice_, pipeline_yaml("pa", 1, "      max_retries: 1\n    - name: eval\n      depends_on: [train]\n"
+                                                  "      command: [\"true\"]\n"));
+  ASSERT_EQ(ids.size(), 2u);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    ASSERT_TRUE(cp_->schedule_once().ok());
+    auto order = sync(agent, {}).start.at(0);
+    EXPECT_EQ(order.attempt_number, attempt);
+    EXPECT_EQ(order.epoch, attempt);
+    sync(agent, {AttemptReport{order.attempt_id, order.epoch, AttemptState::Failed, 1, 1, 2, "exit 1"}});
+  }
+  EXPECT_EQ(task(ids[0]).state, TaskState::Failed);
+  EXPECT_EQ(task(ids[1]).state, TaskState::Cancelled);
+}
+
+TEST_F(ControlPlaneTest, LogsAreReadBackInOrderWhateverTheUploadOrder) {
+  // Log chunks uploaded out of order and resent are read back once, in order.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto ids = submit(alice_, pipeline_yaml("pa", 1));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  auto order = sync(agent, {}).start.at(0);
+  ASSERT_TRUE(cp_->agent_logs(agent, LogUpload{order.attempt_id, order.epoch, 0, "combined", 6, "world\n"}).ok());
+  auto partial = cp_->read_logs(alice_, ids[0], 0, 0);
+  ASSERT_TRUE(partial.ok());
+  EXPECT_EQ(partial->data, "");  // bytes 0..5 have not arrived: nothing past the gap
+  ASSERT_TRUE(cp_->agent_logs(agent, LogUpload{order.attempt_id, order.epoch, 0, "combined", 0, "hello "}).ok());
+  ASSERT_TRUE(cp_->agent_logs(agent, LogUpload{order.attempt_id, order.epoch, 0, "combined", 0, "hello "}).ok());
+  auto all = cp_->read_logs(alice_, ids[0], 0, 0);
+  EXPECT_EQ(all->data, "hello world\n");
+  EXPECT_EQ(all->next_offset, 12);
+  // A chunk with a stale epoch is refused.
+  auto stale = cp_->agent_logs(agent, LogUpload{order.attempt_id, order.epoch + 1, 0, "combined", 12, "x"});
+  EXPECT_EQ(stale.error().code, "stale_epoch");
+}
+
+}  // namespace
+}  // namespace cp
