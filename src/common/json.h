@@ -149,7 +149,7 @@ Status integer_from_json(const json::value& in, T& out, const DecodeContext& ctx
     return type_error(ctx, "integer");
   }
   if (n < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
-      static_cast<std::uint64_t>(n) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
+      (n > 0 && static_cast<std::uint64_t>(n) > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))) {
     if (n < 0 && std::is_unsigned_v<T>) return errors::invalid(ctx.path, "must not be negative", "不能为负数");
     return errors::invalid(ctx.path, "number is out of range", "数值超出范围");
   }

@@ -1,0 +1,211 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include "store/sqlite/sqlite_tx.h"
+#include "store/store_error.h"
+
+namespace cp {
+namespace {
+
+Error invalid_url(std::string_view url, const std::string& why) {
+  Error e{"invalid_store_url", 400, "invalid store URL \"" + std::string(url) + "\": " + why,
+          "无效的存储 URL \"" + std::string(url) + "\"：" + why, {}};
+  e.details["url"] = url;
+  return e;
+}
+
+// Marks the calling thread as inside a transaction for as long as it lives.
+class OwnerMark {
+ public:
+  explicit OwnerMark(std::atomic<std::thread::id>& owner) : owner_(owner) { owner_ = std::this_thread::get_id(); }
+  ~OwnerMark() { owner_ = std::thread::id(); }
+  OwnerMark(const OwnerMark&) = delete;
+  OwnerMark& operator=(const OwnerMark&) = delete;
+
+ private:
+  std::atomic<std::thread::id>& owner_;
+};
+
+}  // namespace
+
+Result<SqliteOptions> parse_sqlite_url(std::string_view url) {
+  constexpr std::string_view kMemory = "sqlite::memory:";
+  constexpr std::string_view kFilePrefix = "sqlite://";  // followed by an absolute path
+
+  auto q = url.find('?');
+  std::string_view base = url.substr(0, q);
+  std::string_view query = q == std::string_view::npos ? std::string_view() : url.substr(q + 1);
+
+  SqliteOptions options;
+  if (base == kMemory) {
+    options.path = ":memory:";
+  } else if (base.starts_with(kFilePrefix) && base.size() > kFilePrefix.size() + 1 &&
+             base[kFilePrefix.size()] == '/' && base.back() != '/') {
+    options.path = std::string(base.substr(kFilePrefix.size()));
+  } else {
+    return invalid_url(url, "expected sqlite:///absolute/path/to/db or sqlite::memory:");
+  }
+
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    auto eq = pair.find('=');
+    std::string_view key = pair.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    if (key == "synchronous" && value == "normal") {
+      options.synchronous = SqliteSynchronous::normal;
+    } else if (key == "synchronous" && value == "full") {
+      options.synchronous = SqliteSynchronous::full;
+    } else if (key == "synchronous") {
+      return invalid_url(url, "synchronous must be normal or full");
+    } else {
+      return invalid_url(url, "unknown option \"" + std::string(key) + "\" (known: synchronous)");
+    }
+  }
+  return options;
+}
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& options) {
+  // NOMUTEX: SQLite's own per-connection mutex would only repeat ours.
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  CP_ASSIGN(auto conn, sqlite::Connection::open(options.path, flags));
+
+  // Before anything else, so that even the pragmas below wait for a lock
+  // held by another process instead of failing at once.
+  CP_TRY(conn->execute("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)));
+
+  // WAL: readers do not block the writer nor it them, and a commit appends
+  // to the log instead of rewriting pages. An in-memory database has no file
+  // to log to and answers "memory"; a file that cannot do WAL (some network
+  // filesystems) is refused rather than silently run with a rollback journal.
+  {
+    CP_ASSIGN(auto stmt, conn->prepare("PRAGMA journal_mode = WAL"));
+    CP_ASSIGN(bool row, stmt.step());
+    std::string mode = row ? stmt.column_text(0) : "";
+    if (options.path != ":memory:" && mode != "wal") {
+      return store_error(503, "SQLite database \"" + options.path + "\" cannot use WAL journal mode (got \"" +
+                                  mode + "\"); is it on a network filesystem?");
+    }
+  }
+  // See the header: NORMAL survives process crashes, FULL also power loss.
+  CP_TRY(conn->execute(options.synchronous == SqliteSynchronous::full ? "PRAGMA synchronous = FULL"
+                                                                      : "PRAGMA synchronous = NORMAL"));
+  // Off by default in SQLite, per connection; the schema relies on it.
+  CP_TRY(conn->execute("PRAGMA foreign_keys = ON"));
+
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(conn), options));
+}
+
+SqliteStore::SqliteStore(std::unique_ptr<sqlite::Connection> conn, SqliteOptions options)
+    : conn_(std::move(conn)), options_(std::move(options)) {}
+
+SqliteStore::~SqliteStore() {
+  std::lock_guard lock(mu_);
+  // Cheap, and keeps the query planner's statistics fresh across restarts.
+  (void)conn_->execute("PRAGMA optimize");
+}
+
+Status SqliteStore::write(const std::function<Status(Tx&)>& body) { return run(TxKind::write, body); }
+
+Status SqliteStore::read(const std::function<Status(Tx&)>& body) { return run(TxKind::read, body); }
+
+Status SqliteStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
+  CP_CHECK(owner_.load() != std::this_thread::get_id(),
+           "Store::write/read called inside a transaction body on the same thread (would deadlock)");
+  std::lock_guard lock(mu_);
+  OwnerMark mark(owner_);
+  return transaction(kind, [&]() -> Status {
+    SqliteTx tx(*conn_, kind == TxKind::write);
+    return body(tx);
+  });
+}
+
+Status SqliteStore::transaction(TxKind kind, const std::function<Status()>& body) {
+  Status result;
+  for (int attempt = 0; attempt <= kBusyRetries; ++attempt) {
+    conn_->clear_busy();
+    result = transaction_once(kind, body);
+    // Only a busy database is worth another run: anything else would fail
+    // the same way again.
+    if (result.ok() || !conn_->saw_busy()) return result;
+  }
+  return result;
+}
+
+Status SqliteStore::transaction_once(TxKind kind, const std::function<Status()>& body) {
+  // IMMEDIATE takes the write lock up front. A deferred transaction that
+  // reads and then writes would fail with SQLITE_BUSY_SNAPSHOT at its first
+  // write whenever another connection committed in between, after the body
+  // had already done work; taking the lock first makes the body run once.
+  CP_TRY(conn_->execute(kind == TxKind::write ? "BEGIN IMMEDIATE" : "BEGIN"));
+
+  // Rolls back unless COMMIT succeeded, whether the body returned an error,
+  // COMMIT failed, or the body threw.
+  struct RollbackUnlessCommitted {
+    sqlite::Connection& conn;
+    ~RollbackUnlessCommitted() {
+      if (conn.in_transaction()) (void)conn.execute("ROLLBACK");
+    }
+  } guard{*conn_};
+
+  CP_TRY(body());
+  return conn_->execute("COMMIT");
+}
+
+Status SqliteStore::migrate() {
+  CP_CHECK(owner_.load() != std::this_thread::get_id(), "Store::migrate called inside a transaction body");
+  std::lock_guard lock(mu_);
+  OwnerMark mark(owner_);
+
+  CP_TRY(conn_->execute(kSchemaMigrationsDdl));
+  CP_ASSIGN(int current, read_schema_version());
+  if (current > latest_schema_version()) {
+    return store_error(500, "the database schema is at version " + std::to_string(current) +
+                                ", newer than this build of cubeplane knows (" +
+                                std::to_string(latest_schema_version()) + "); run a newer cubeplane");
+  }
+  for (const Migration& m : migrations()) {
+    if (m.version > current) CP_TRY(apply(m));
+  }
+  return {};
+}
+
+Status SqliteStore::apply(const Migration& m) {
+  return transaction(TxKind::write, [&]() -> Status {
+    // Checked again under the write lock: another process sharing the file
+    // may have applied it since we read the version.
+    {
+      CP_ASSIGN(auto stmt, conn_->prepare("SELECT 1 FROM schema_migrations WHERE version = ?"));
+      CP_TRY(stmt.bind({std::int64_t{m.version}}));
+      CP_ASSIGN(bool applied, stmt.step());
+      if (applied) return {};
+    }
+    CP_TRY(conn_->execute_script(m.sql));
+    CP_ASSIGN(auto insert, conn_->prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)"));
+    CP_TRY(insert.bind({std::int64_t{m.version}, options_.clock->now_ms()}));
+    return insert.run();
+  });
+}
+
+Result<int> SqliteStore::read_schema_version() {
+  CP_ASSIGN(auto stmt, conn_->prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
+  CP_ASSIGN(bool row, stmt.step());
+  return row ? static_cast<int>(stmt.column_int64(0)) : 0;
+}
+
+int SqliteStore::schema_version() {
+  CP_CHECK(owner_.load() != std::this_thread::get_id(), "Store::schema_version called inside a transaction body");
+  std::lock_guard lock(mu_);
+  {
+    // Before the first migrate() there is no table yet: version 0.
+    auto stmt = conn_->prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'");
+    if (!stmt.ok()) return -1;
+    auto row = stmt->step();
+    if (!row.ok()) return -1;
+    if (!row.value()) return 0;
+  }
+  auto version = read_schema_version();
+  return version.ok() ? version.value() : -1;
+}
+
+}  // namespace cp

@@ -1,0 +1,84 @@
+// SqliteStore: the embedded metadata store (DESIGN.md "single machine").
+//
+// One connection, one mutex. Every transaction, read or write, holds the
+// mutex from BEGIN to COMMIT. That is the simplest thing that is correct: a
+// SQLite connection is one transaction at a time, and the server's load (a
+// scheduling cycle every second or so, API calls, agent syncs) fits in one
+// connection with room to spare. If reads ever need to run beside a write,
+// WAL already allows it: add a small pool of read-only connections for
+// read() and keep this one for write().
+//
+// Durability: WAL journal with synchronous=NORMAL by default. A commit is
+// then durable across a crash of the process (kill -9 included), which is the
+// failure DESIGN.md asks us to survive; only a power loss or kernel crash may
+// drop the last few commits (never corrupt the file). `?synchronous=full`
+// makes every commit wait for fsync of the WAL and survive power loss too, at
+// the price of one fsync per transaction.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/clock.h"
+#include "store/migrations.h"
+#include "store/sqlite/sqlite_connection.h"
+#include "store/store.h"
+
+namespace cp {
+
+enum class SqliteSynchronous { normal, full };
+
+struct SqliteOptions {
+  std::string path;  // a file path, or ":memory:" for a private in-memory database
+  SqliteSynchronous synchronous = SqliteSynchronous::normal;
+  const Clock* clock = &SystemClock::instance();  // stamps schema_migrations.applied_at
+  // How long one statement waits for another connection's lock before
+  // SQLITE_BUSY. Not in the URL: only tests want anything but the default.
+  int busy_timeout_ms = 5000;
+};
+
+// "sqlite:///abs/path/to/db[?synchronous=normal|full]" or "sqlite::memory:".
+// Anything else is 400 "invalid_store_url".
+Result<SqliteOptions> parse_sqlite_url(std::string_view url);
+
+class SqliteStore final : public Store {
+ public:
+  static Result<std::unique_ptr<SqliteStore>> open(const SqliteOptions& options);
+  ~SqliteStore() override;
+
+  Status migrate() override;
+  Status write(const std::function<Status(Tx&)>& body) override;
+  Status read(const std::function<Status(Tx&)>& body) override;
+  int schema_version() override;  // -1 if the database cannot be read
+  std::string backend() const override { return "sqlite"; }
+
+  // A busy database (another process holds the write lock past the busy
+  // timeout) gets the whole transaction body run again, this many times.
+  static constexpr int kBusyRetries = 5;
+
+ private:
+  enum class TxKind { read, write };
+
+  SqliteStore(std::unique_ptr<sqlite::Connection> conn, SqliteOptions options);
+  // write() and read(): takes mu_ and runs `body` on a SqliteTx.
+  Status run(TxKind kind, const std::function<Status(Tx&)>& body);
+  // BEGIN [IMMEDIATE] ... COMMIT around `body`, rolled back if it fails or
+  // throws, retried while the database is busy. Caller holds mu_.
+  Status transaction(TxKind kind, const std::function<Status()>& body);
+  Status transaction_once(TxKind kind, const std::function<Status()>& body);
+  // Runs one migration unless a concurrent migrate() got there first.
+  Status apply(const Migration& m);
+  Result<int> read_schema_version();
+
+  std::unique_ptr<sqlite::Connection> conn_;
+  SqliteOptions options_;
+  std::mutex mu_;
+  // The thread inside a transaction, to turn a nested write()/read() on the
+  // same thread (which would deadlock on mu_) into a clear CHECK failure.
+  std::atomic<std::thread::id> owner_;
+};
+
+}  // namespace cp

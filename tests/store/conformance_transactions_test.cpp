@@ -1,0 +1,116 @@
+// Conformance: transaction rules, concurrency and durability.
+#include <stdexcept>
+#include <thread>
+
+#include "store/migrations.h"
+#include "store_conformance.h"
+
+namespace cp::testing {
+namespace {
+
+// Increments the integer in meta[key] by one: a read-modify-write that loses
+// updates unless transactions are serialized.
+Status increment(Tx& tx, const std::string& key) {
+  CP_ASSIGN(auto value, tx.get_meta(key));
+  int n = value ? std::stoi(*value) : 0;
+  return tx.set_meta(key, std::to_string(n + 1));
+}
+
+TEST_P(StoreTest, ABodyThatThrowsRollsBackAndTheStoreStaysUsable) {
+  EXPECT_THROW((void)store_->write([](Tx& tx) -> Status {
+    CP_TRY(tx.set_meta("k", "v"));
+    throw std::runtime_error("bug in a handler");
+  }),
+               std::runtime_error);
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_meta("k"); }), std::nullopt);
+  write([](Tx& tx) { return tx.set_meta("k", "after"); });
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_meta("k"); }), std::optional<std::string>("after"));
+}
+
+TEST_P(StoreTest, WritesInsideReadAreRefused) {
+  Error e = read_error([](Tx& tx) { return tx.set_meta("k", "v"); });
+  EXPECT_EQ(e.code, "store_error");
+  EXPECT_EQ(e.status, 500);
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_meta("k"); }), std::nullopt);
+}
+
+TEST_P(StoreTest, ReadSeesOneSnapshotOfCommittedWrites) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(make_task("t-1", kT0)));
+    CP_TRY(tx.append_event(make_event("task", "t-1", kT0, "task.created")));
+    return {};
+  });
+  Status s = store_->read([](Tx& tx) -> Status {
+    CP_ASSIGN(auto task, tx.get_task("t-1"));
+    CP_ASSIGN(auto events, tx.list_events(EventQuery{}));
+    EXPECT_TRUE(task.has_value());
+    EXPECT_EQ(events.size(), 1u);
+    return {};
+  });
+  EXPECT_OK(s);
+}
+
+TEST_P(StoreTest, TwoThreadsWriting200TimesEachLoseNoUpdate) {
+  constexpr int kWrites = 200;
+  auto worker = [&](const std::string& name) {
+    for (int i = 0; i < kWrites; ++i) {
+      Status s = store_->write([&](Tx& tx) -> Status {
+        CP_TRY(increment(tx, "counter"));
+        CP_TRY(tx.insert_task(make_task(name + "-" + std::to_string(i), kT0 + i)));
+        CP_TRY(tx.append_event(make_event("task", name, kT0 + i, "task.created")));
+        return {};
+      });
+      EXPECT_TRUE(s.ok()) << s.error().to_string();
+    }
+  };
+  std::thread a(worker, "a");
+  std::thread b(worker, "b");
+  a.join();
+  b.join();
+
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_meta("counter"); }), std::optional<std::string>("400"));
+  EXPECT_EQ(read([](Tx& tx) { return tx.tasks_in_states({TaskState::Queued}); }).size(), 2u * kWrites);
+  EventQuery q;
+  q.limit = 1000;
+  auto events = read([&](Tx& tx) { return tx.list_events(q); });
+  ASSERT_EQ(events.size(), 2u * kWrites);
+  for (std::size_t i = 1; i < events.size(); ++i) EXPECT_LT(events[i - 1].id, events[i].id);
+}
+
+TEST_P(StoreTest, DataSurvivesCloseAndReopen) {
+  if (!db_.persistent) GTEST_SKIP() << GetParam().name << " keeps nothing after close";
+  Task t = make_task("t-1", kT0);
+  write([&](Tx& tx) -> Status {
+    CP_TRY(tx.insert_cluster(make_cluster("c-east")));
+    CP_TRY(tx.upsert_node(make_node("c-east", "node-1")));
+    CP_TRY(tx.set_node_admin("c-east", "node-1", {{"pool", "infer"}}, true));
+    CP_TRY(tx.insert_task(t));
+    CP_TRY(tx.append_event(make_event("task", "t-1", kT0, "task.created")));
+    return tx.set_meta("k", "v");
+  });
+  store_.reset();
+
+  store_ = db_.open();
+  ASSERT_NE(store_, nullptr);
+  EXPECT_EQ(store_->schema_version(), latest_schema_version());  // before migrate: the file knows
+  ASSERT_OK(store_->migrate());
+  auto got = read([](Tx& tx) { return tx.get_task("t-1"); });
+  ASSERT_TRUE(got.has_value());
+  expect_same(t, *got);
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_meta("k"); }), std::optional<std::string>("v"));
+  auto node = read([](Tx& tx) { return tx.get_node("c-east", "node-1"); });
+  ASSERT_TRUE(node.has_value());
+  EXPECT_TRUE(node->maintenance);
+  auto events = read([](Tx& tx) { return tx.list_events(EventQuery{}); });
+  ASSERT_EQ(events.size(), 1u);
+  // Event ids continue after a restart instead of starting over.
+  std::int64_t next = 0;
+  write([&](Tx& tx) -> Status {
+    CP_ASSIGN(next, tx.append_event(make_event("task", "t-1", kT0 + 1, "task.state")));
+    return {};
+  });
+  EXPECT_GT(next, events[0].id);
+}
+
+}  // namespace
+}  // namespace cp::testing

@@ -1,0 +1,248 @@
+// SQLite: the conformance suite on an in-memory and a file database, and the
+// things only SQLite has (URLs, pragmas, several connections on one file).
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include "store/migrations.h"
+#include "store/sqlite/sqlite_store.h"
+#include "store/task_cursor.h"
+#include "store_conformance.h"
+
+namespace cp::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory per test under the system temp dir.
+fs::path make_test_dir() {
+  static std::atomic<int> counter{0};
+  fs::path dir = fs::temp_directory_path() /
+                 ("cubeplane-store-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::unique_ptr<Store> open_or_fail(const std::string& url) {
+  auto store = open_store(url);
+  EXPECT_TRUE(store.ok()) << store.error().to_string();
+  return store.ok() ? std::move(store).value() : nullptr;
+}
+
+StoreBackend sqlite_memory_backend() {
+  return {"SqliteMemory", [] { return TestDatabase{[] { return open_or_fail("sqlite::memory:"); }, false, {}}; }};
+}
+
+StoreBackend sqlite_file_backend() {
+  return {"SqliteFile", [] {
+            fs::path dir = make_test_dir();
+            std::string url = "sqlite://" + (dir / "cubeplane.db").string();
+            return TestDatabase{[url] { return open_or_fail(url); }, true, [dir] { fs::remove_all(dir); }};
+          }};
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreTest, ::testing::Values(sqlite_memory_backend(), sqlite_file_backend()),
+                         backend_name);
+
+// -------------------------------------------------------------- open_store
+
+TEST(OpenStore, SqliteUrls) {
+  auto memory = parse_sqlite_url("sqlite::memory:");
+  ASSERT_OK(memory);
+  EXPECT_EQ(memory->path, ":memory:");
+  EXPECT_EQ(memory->synchronous, SqliteSynchronous::normal);
+
+  auto file = parse_sqlite_url("sqlite:///var/lib/cubeplane/meta.db?synchronous=full");
+  ASSERT_OK(file);
+  EXPECT_EQ(file->path, "/var/lib/cubeplane/meta.db");
+  EXPECT_EQ(file->synchronous, SqliteSynchronous::full);
+
+  for (const char* bad : {"sqlite://relative.db", "sqlite:///", "sqlite:", "sqlite:///dir/", "sqlite:///a?synchronous=off",
+                          "sqlite:///a?cache=shared", "sqlite::memory:?mode=ro"}) {
+    auto r = parse_sqlite_url(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, "invalid_store_url") << bad;
+    EXPECT_EQ(r.error().status, 400) << bad;
+  }
+}
+
+TEST(OpenStore, PostgresIsNotBuiltYetAndOtherSchemesAreInvalid) {
+  auto pg = open_store("postgresql://cubeplane:secret@db:5432/cubeplane");
+  ASSERT_FALSE(pg.ok());
+  EXPECT_EQ(pg.error().code, "unsupported_store");
+  EXPECT_EQ(pg.error().status, 400);
+  EXPECT_EQ(pg.error().message, "PostgreSQL support is not built yet");
+  EXPECT_EQ(pg.error().message.find("secret"), std::string::npos);
+
+  for (const char* bad : {"", "mysql://db/x", "/var/lib/cubeplane.db", "sqlite:relative.db"}) {
+    auto r = open_store(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, "invalid_store_url") << bad;
+    EXPECT_EQ(r.error().status, 400) << bad;
+  }
+}
+
+TEST(OpenStore, UnopenableFileIs503StoreError) {
+  auto r = open_store("sqlite:///nonexistent-dir-for-cubeplane-tests/x/meta.db");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "store_error");
+  EXPECT_EQ(r.error().status, 503);
+}
+
+// ------------------------------------------------------------ SQLite only
+
+// A raw connection to look at the file the way an operator would.
+class RawSqlite {
+ public:
+  explicit RawSqlite(const fs::path& path) { EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK); }
+  ~RawSqlite() { sqlite3_close(db_); }
+  RawSqlite(const RawSqlite&) = delete;
+  RawSqlite& operator=(const RawSqlite&) = delete;
+  std::string text(const char* sql) {
+    sqlite3_stmt* stmt = nullptr;
+    std::string out;
+    if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) == SQLITE_OK && sqlite3_step(stmt) == SQLITE_ROW) {
+      out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    }
+    sqlite3_finalize(stmt);
+    return out;
+  }
+  int exec(const char* sql) { return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr); }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class SqliteFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = make_test_dir();
+    path_ = dir_ / "cubeplane.db";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::unique_ptr<SqliteStore> open(SqliteOptions options = {}) {
+    options.path = path_.string();
+    auto store = SqliteStore::open(options);
+    EXPECT_TRUE(store.ok()) << store.error().to_string();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+  fs::path dir_;
+  fs::path path_;
+};
+
+TEST_F(SqliteFileTest, UsesWalJournalAndRecordsEachMigration) {
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->schema_version(), 0);  // nothing applied yet
+  ASSERT_OK(store->migrate());
+  RawSqlite raw(path_);
+  EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");  // WAL is a property of the file
+  EXPECT_EQ(raw.text("SELECT COUNT(*) FROM schema_migrations"), std::to_string(migrations().size()));
+  EXPECT_EQ(raw.text("SELECT MAX(version) FROM schema_migrations"), std::to_string(latest_schema_version()));
+}
+
+TEST_F(SqliteFileTest, MigrationsAreStampedWithTheInjectedClock) {
+  SimulatedClock clock(kT0);
+  SqliteOptions options;
+  options.clock = &clock;
+  auto store = open(options);
+  ASSERT_OK(store->migrate());
+  RawSqlite raw(path_);
+  EXPECT_EQ(raw.text("SELECT MIN(applied_at) FROM schema_migrations"), std::to_string(kT0));
+}
+
+TEST_F(SqliteFileTest, ASchemaNewerThanThisBuildIsRefused) {
+  // An older binary must not run against a database a newer one upgraded.
+  ASSERT_OK(open()->migrate());
+  {
+    RawSqlite raw(path_);
+    ASSERT_EQ(raw.exec("INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)"), SQLITE_OK);
+  }
+  Status s = open()->migrate();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, "store_error");
+  EXPECT_NE(s.error().message.find("999"), std::string::npos);
+}
+
+TEST_F(SqliteFileTest, ABusyDatabaseIs503AfterTheRetries) {
+  SqliteOptions options;
+  options.busy_timeout_ms = 5;  // keep the six tries short
+  auto store = open(options);
+  ASSERT_OK(store->migrate());
+  RawSqlite other(path_);
+  ASSERT_EQ(other.exec("BEGIN IMMEDIATE"), SQLITE_OK);  // another process holds the write lock
+
+  int runs = 0;
+  Status s = store->write([&](Tx& tx) -> Status {
+    ++runs;
+    return tx.set_meta("k", "v");
+  });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, "store_error");
+  EXPECT_EQ(s.error().status, 503);
+  EXPECT_EQ(runs, 0);  // BEGIN IMMEDIATE failed first: the body never ran half-way
+
+  // Readers are not blocked by a writer under WAL.
+  EXPECT_OK(store->read([](Tx& tx) -> Status {
+    CP_TRY(tx.get_meta("k"));
+    return {};
+  }));
+
+  ASSERT_EQ(other.exec("COMMIT"), SQLITE_OK);
+  EXPECT_OK(store->write([](Tx& tx) { return tx.set_meta("k", "v"); }));
+}
+
+TEST_F(SqliteFileTest, TwoConnectionsOnOneFileLoseNoUpdate) {
+  // Two stores on the same file are two processes as far as SQLite can tell:
+  // they serialize on the file lock (BEGIN IMMEDIATE + busy timeout), not on
+  // our mutex.
+  auto first = open();
+  auto second = open();
+  ASSERT_OK(first->migrate());
+  ASSERT_OK(second->migrate());
+  constexpr int kWrites = 200;
+  auto worker = [&](Store* store) {
+    for (int i = 0; i < kWrites; ++i) {
+      Status s = store->write([](Tx& tx) -> Status {
+        CP_ASSIGN(auto value, tx.get_meta("counter"));
+        int n = value ? std::stoi(*value) : 0;
+        return tx.set_meta("counter", std::to_string(n + 1));
+      });
+      EXPECT_TRUE(s.ok()) << s.error().to_string();
+    }
+  };
+  std::thread a(worker, first.get());
+  std::thread b(worker, second.get());
+  a.join();
+  b.join();
+  std::optional<std::string> counter;
+  EXPECT_OK(first->read([&](Tx& tx) -> Status {
+    CP_ASSIGN(counter, tx.get_meta("counter"));
+    return {};
+  }));
+  EXPECT_EQ(counter, std::optional<std::string>(std::to_string(2 * kWrites)));
+}
+
+// -------------------------------------------------------------- task cursor
+
+TEST(TaskCursor, RoundTripsAndRefusesWhatItDidNotMake) {
+  TaskCursor c{kT0, "t-01hx3k:with-colon"};
+  auto back = decode_task_cursor(encode_task_cursor(c));
+  ASSERT_OK(back);
+  EXPECT_EQ(back->created_at, c.created_at);
+  EXPECT_EQ(back->id, c.id);
+  EXPECT_EQ(encode_task_cursor({12, "t-1"}), "MTI6dC0x");
+
+  for (const char* bad : {"", "MTI6dC0x=", "MTI6dC0x!", "MTI6", "OnQtMQ" /* ":t-1" */, "MTI6dC0xA"}) {
+    auto r = decode_task_cursor(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().code, "invalid_cursor") << bad;
+  }
+}
+
+}  // namespace
+}  // namespace cp::testing
