@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <mutex>
 
 namespace cp {
@@ -30,13 +31,51 @@ size_t write_cb(char* ptr, size_t size, size_t nmemb, void* userdata) {
 
 }  // namespace
 
-HttpClient::HttpClient() {
+HttpClient::HttpClient() : multi_(nullptr) {
   global_init();
   curl_ = curl_easy_init();
   CP_CHECK(curl_ != nullptr, "curl_easy_init failed");
 }
 
-HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+HttpClient::~HttpClient() {
+  curl_easy_cleanup(static_cast<CURL*>(curl_));
+  if (multi_) curl_multi_cleanup(static_cast<CURLM*>(multi_));
+}
+
+// The same transfer as curl_easy_perform, driven through a multi handle so
+// that should_abort can be asked every abort_check_ms.
+int HttpClient::perform_abortable(const HttpRequestOptions& opts) {
+  CURL* c = static_cast<CURL*>(curl_);
+  if (!multi_) {
+    multi_ = curl_multi_init();
+    CP_CHECK(multi_ != nullptr, "curl_multi_init failed");
+  }
+  CURLM* m = static_cast<CURLM*>(multi_);
+  if (curl_multi_add_handle(m, c) != CURLM_OK) return CURLE_FAILED_INIT;
+  int rc = CURLE_OK;
+  for (;;) {
+    int running = 0;
+    if (curl_multi_perform(m, &running) != CURLM_OK) {
+      rc = CURLE_RECV_ERROR;
+      break;
+    }
+    if (running == 0) {
+      int left = 0;
+      rc = CURLE_RECV_ERROR;
+      while (CURLMsg* msg = curl_multi_info_read(m, &left)) {
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c) rc = msg->data.result;
+      }
+      break;
+    }
+    if (opts.should_abort()) {
+      rc = -1;
+      break;
+    }
+    curl_multi_poll(m, nullptr, 0, static_cast<int>(std::max(1L, opts.abort_check_ms)), nullptr);
+  }
+  curl_multi_remove_handle(m, c);
+  return rc;
+}
 
 Result<HttpResponse> HttpClient::request(const std::string& method, const std::string& url, const std::string& body,
                                          const std::string& content_type, const HttpRequestOptions& opts) {
@@ -61,7 +100,17 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
   headers = curl_slist_append(headers, "Expect:");
   for (const auto& [k, v] : opts.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  CURLcode rc = curl_easy_perform(c);
+  CURLcode rc = CURLE_OK;
+  if (opts.should_abort) {
+    int prc = perform_abortable(opts);
+    if (prc < 0) {
+      curl_slist_free_all(headers);
+      return Error{"aborted", 503, "request to " + url + " aborted", "对 " + url + " 的请求已中止", {}};
+    }
+    rc = static_cast<CURLcode>(prc);
+  } else {
+    rc = curl_easy_perform(c);
+  }
   curl_slist_free_all(headers);
   if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && opts.on_data)) {
     return Error{"unreachable", 503, "cannot reach " + url + ": " + curl_easy_strerror(rc),

@@ -3,9 +3,11 @@
 // compiled in one place only.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 
@@ -23,6 +25,13 @@ struct HttpRequestOptions {
   // Called with each piece of the body as it arrives (streams); when set,
   // HttpResponse::body stays empty. Return false to stop reading.
   std::function<bool(std::string_view)> on_data;
+  // Asked about every `abort_check_ms` while the request is in flight (on the
+  // calling thread); returning true ends it with an Error coded "aborted".
+  // The agent uses it to cut a long-poll short when it has news to report.
+  // (libcurl's own progress callback fires only about once a second when the
+  // line is idle, hence a poll loop of our own.)
+  std::function<bool()> should_abort;
+  long abort_check_ms = 50;
 };
 
 class HttpClient {
@@ -40,7 +49,11 @@ class HttpClient {
                                const HttpRequestOptions& opts = {});
 
  private:
-  void* curl_;  // CURL*, reused for keep-alive
+  // curl_easy_perform through a multi handle; returns the CURLcode, or -1 when should_abort ended it.
+  int perform_abortable(const HttpRequestOptions& opts);
+
+  void* curl_;   // CURL*, reused for keep-alive
+  void* multi_;  // CURLM*, created on the first abortable request; holds its connections
 };
 
 // Percent-encodes a query parameter value.

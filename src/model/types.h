@@ -39,13 +39,14 @@ struct Cluster {
   Millis last_contact = 0;
   Millis credential_expires_at = 0;
   std::string agent_instance;  // the agent process that synced last
+  std::int64_t agent_seq = 0;  // the highest sync seq applied from that instance
   std::string agent_version;
   Millis created_at = 0;
   Millis updated_at = 0;
 };
 BOOST_DESCRIBE_STRUCT(Cluster, (),
                       (id, display_name, executor, storage_pool, labels, state, state_reason, state_message,
-                       last_contact, credential_expires_at, agent_instance, agent_version, created_at, updated_at))
+                       last_contact, credential_expires_at, agent_instance, agent_seq, agent_version, created_at, updated_at))
 
 // ------------------------------------------------------------------- nodes
 

@@ -67,6 +67,7 @@ Result<RegisterResponse> ControlPlane::agent_register(const RegisterRequest& req
     CP_ASSIGN(auto c, tx.get_cluster(cluster_id));
     if (!c) return errors::not_found("cluster", cluster_id);
     c->credential_expires_at = expires;
+    if (c->agent_instance != req.agent_instance) c->agent_seq = 0;  // a new agent process counts afresh
     c->agent_instance = req.agent_instance;
     c->agent_version = req.agent_version;
     c->updated_at = now;
@@ -207,9 +208,17 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   resp.lease_ttl_s = config_.lease_ttl_s;
   resp.server_time = now;
   bool freed = false;
+  bool stale_request = false;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
     CP_ASSIGN(auto c, tx.get_cluster(cid));
     if (!c) return errors::not_found("cluster", cid);
+    // An aborted long-poll may arrive after the sync that replaced it: its
+    // reports are older than what we hold, so only orders are answered.
+    if (req.agent_instance == c->agent_instance && req.seq != 0 && req.seq <= c->agent_seq) {
+      stale_request = true;
+      return {};
+    }
+    c->agent_seq = req.seq;
 
     // Liveness and engine health.
     ClusterState before = c->state;
@@ -308,6 +317,7 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     CP_TRY(compute_orders(tx, cid, reported, grace, resp));
     return {};
   }));
+  if (stale_request) return pending_orders(cid, req.attempts);
   if (freed) {
     wake_scheduler();
     log_signal_.notify();

@@ -1,0 +1,453 @@
+#include "agent/agent.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "agent/files.h"
+#include "agent/utf8.h"
+#include "common/ids.h"
+#include "common/log.h"
+
+namespace cp {
+namespace {
+
+// <data_dir>/lease.json: the send time of the last sync the server answered,
+// so that a restarted agent still fences on time (DESIGN.md timeline).
+struct LeaseRecord {
+  Millis last_sync_ok_at = 0;
+  std::int64_t lease_ttl_s = 0;
+};
+BOOST_DESCRIBE_STRUCT(LeaseRecord, (), (last_sync_ok_at, lease_ttl_s))
+
+constexpr std::string_view kRegisterPath = "/api/v1/agent/register";
+constexpr std::string_view kSyncPath = "/api/v1/agent/sync";
+constexpr std::string_view kLogsPath = "/api/v1/agent/logs";
+
+bool is_2xx(long status) { return status >= 200 && status < 300; }
+
+// The message of an error body {"error": {"message": ...}}, else the body's start.
+std::string server_message(const HttpResponse& r) {
+  auto v = parse_json(r.body);
+  if (v.ok() && v->is_object()) {
+    const auto& o = v->get_object();
+    if (auto* e = o.if_contains("error"); e && e->is_object()) {
+      if (auto* m = e->get_object().if_contains("message"); m && m->is_string()) return std::string(m->get_string());
+    }
+  }
+  return "HTTP " + std::to_string(r.status) + (r.body.empty() ? "" : ": " + r.body.substr(0, 200));
+}
+
+Error http_error(const std::string& what, const HttpResponse& r) {
+  std::string msg = what + ": " + server_message(r);
+  if (r.status == 401 || r.status == 403) return errors::unauthenticated(msg, msg);
+  Error e{"server_error", static_cast<int>(r.status), msg, msg, {}};
+  return e;
+}
+
+// What the server must learn about an attempt; times are left out so that a
+// report only counts as news when its state, exit code or message changes.
+std::string signature(const AttemptReport& r) {
+  return std::string(boost::describe::enum_to_string(r.state, "?")) + "|" +
+         (r.exit_code ? std::to_string(*r.exit_code) : "-") + "|" + r.message;
+}
+
+std::map<std::string, std::string> signatures(const std::vector<AttemptReport>& reports) {
+  std::map<std::string, std::string> out;
+  for (const auto& r : reports) out[r.attempt_id] = signature(r);
+  return out;
+}
+
+// An attempt in `now` that `base` does not know, or knows in another state.
+bool differs(const std::map<std::string, std::string>& now, const std::map<std::string, std::string>& base) {
+  for (const auto& [id, sig] : now) {
+    auto it = base.find(id);
+    if (it == base.end() || it->second != sig) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config, std::unique_ptr<Executor> executor, const Clock& clock)
+    : config_(std::move(config)), executor_(std::move(executor)), clock_(clock) {
+  CP_CHECK(executor_ != nullptr, "Agent needs an executor");
+  while (!config_.server_url.empty() && config_.server_url.back() == '/') config_.server_url.pop_back();
+  instance_ = new_id("agent", clock_.now_ms());
+  rng_.seed(config_.seed != 0 ? config_.seed : std::random_device{}());
+  load_state();
+}
+
+Agent::~Agent() = default;
+
+Status Agent::check_config() const {
+  if (config_.server_url.empty())
+    return errors::invalid("server_url", "the server URL is required", "必须指定服务器地址");
+  if (config_.cluster_id.empty()) return errors::invalid("cluster_id", "the cluster id is required", "必须指定集群 ID");
+  if (config_.data_dir.empty())
+    return errors::invalid("data_dir", "the data directory is required", "必须指定数据目录");
+  return agent_files::make_dirs(config_.data_dir);
+}
+
+// ------------------------------------------------------------ local state
+
+void Agent::load_state() {
+  // Until a sync succeeds, the lease is counted from the last one a previous
+  // agent recorded, or from now: a restarted agent fences adopted attempts in
+  // time even if the server never answers it.
+  last_sync_ok_sent_ = clock_.now_ms();
+  if (config_.data_dir.empty()) return;
+  if (auto text = agent_files::read_all(config_.data_dir + "/credential.json")) {
+    auto c = decode_json<SavedCredential>(*text);
+    if (!c.ok()) {
+      spdlog::warn("agent: ignoring unreadable {}/credential.json: {}", config_.data_dir, c.error().message);
+    } else if (c->cluster_id != config_.cluster_id) {
+      spdlog::warn("agent: {}/credential.json belongs to cluster {}, not {}; ignoring it", config_.data_dir,
+                   c->cluster_id, config_.cluster_id);
+    } else {
+      cred_ = std::move(c).value();
+    }
+  }
+  if (auto text = agent_files::read_all(config_.data_dir + "/lease.json")) {
+    auto l = decode_json<LeaseRecord>(*text);
+    if (l.ok() && l->last_sync_ok_at > 0) {
+      last_sync_ok_sent_ = std::min(last_sync_ok_sent_, l->last_sync_ok_at);
+      lease_saved_ = l->last_sync_ok_at;
+      lease_known_ = true;
+      if (l->lease_ttl_s > 0) server_ttl_s_ = l->lease_ttl_s;
+    }
+  }
+}
+
+void Agent::save_credential() {
+  auto st = agent_files::write_atomic(config_.data_dir + "/credential.json", dump(to_json(cred_)), 0600);
+  if (!st.ok()) spdlog::error("agent: cannot persist the credential: {}", st.error().message);
+}
+
+void Agent::save_lease(bool force) {
+  // At most about once a second: an older value only makes fencing earlier (safe).
+  if (!lease_known_ || (!force && last_sync_ok_sent_ - lease_saved_ < 1000)) return;
+  LeaseRecord l{last_sync_ok_sent_, server_ttl_s_};
+  if (agent_files::write_atomic(config_.data_dir + "/lease.json", dump(to_json(l))).ok()) {
+    lease_saved_ = last_sync_ok_sent_;
+  }
+}
+
+// ---------------------------------------------------------- registration
+
+bool Agent::bootstrap_usable() const {
+  return !config_.bootstrap_token.empty() && sha256_hex(config_.bootstrap_token) != cred_.used_bootstrap_sha256;
+}
+
+Status Agent::ensure_registered() {
+  const bool expired = cred_.expires_at != 0 && clock_.now_ms() >= cred_.expires_at;
+  if (!cred_.credential.empty() && !(expired && bootstrap_usable())) return ok_status();
+  if (bootstrap_usable()) return register_with(config_.bootstrap_token);
+  std::string msg = "cluster " + config_.cluster_id + " has no usable agent credential" +
+                    (config_.bootstrap_token.empty() ? std::string(" and no bootstrap token was given")
+                                                     : std::string(" and its bootstrap token was already used")) +
+                    ": create one (POST /api/v1/clusters/" + config_.cluster_id +
+                    "/bootstrap-tokens) and start the agent with it";
+  return errors::unauthenticated(
+      msg, "集群 " + config_.cluster_id + " 没有可用的 agent 凭据：请创建新的引导令牌后重启 agent");
+}
+
+Status Agent::register_with(const std::string& bootstrap_token) {
+  const bool renewing = bootstrap_token.empty();
+  RegisterRequest req{config_.cluster_id, bootstrap_token, instance_, config_.agent_version};
+  auto r = post(std::string(kRegisterPath), dump(to_json(req)), config_.request_timeout_ms, renewing);
+  if (!r.ok()) return r.error();
+  if (!is_2xx(r->status)) {
+    if ((r->status == 401 || r->status == 403) && !renewing) {
+      // Spent or revoked: never offer it again (it is one-time anyway).
+      cred_.used_bootstrap_sha256 = sha256_hex(bootstrap_token);
+      save_credential();
+    }
+    return http_error(renewing ? "renewing the agent credential" : "registering with the bootstrap token", *r);
+  }
+  auto resp = decode_json<RegisterResponse>(r->body);
+  if (!resp.ok() || resp->credential.empty()) {
+    return errors::unavailable("register: the server's answer carries no credential", "注册：服务器的应答中没有凭据");
+  }
+  const Millis now = clock_.now_ms();
+  cred_.cluster_id = config_.cluster_id;
+  cred_.server_url = config_.server_url;
+  cred_.credential = resp->credential;
+  cred_.expires_at = resp->expires_at;
+  cred_.renew_at = 0;
+  if (resp->expires_at > 0) {
+    // Life measured on the server's clock, applied on ours: renew with a third left.
+    Millis life = resp->expires_at - (resp->server_time > 0 ? resp->server_time : now);
+    cred_.renew_at = now + std::max<Millis>(0, life) * 2 / 3;
+  }
+  if (!renewing) cred_.used_bootstrap_sha256 = sha256_hex(bootstrap_token);
+  if (resp->lease_ttl_s > 0) server_ttl_s_ = resp->lease_ttl_s;
+  save_credential();
+  spdlog::info("agent: {} cluster {} (instance {}, credential expires {})", renewing ? "renewed" : "registered",
+               config_.cluster_id, instance_, cred_.expires_at ? format_time(cred_.expires_at) : "never");
+  return ok_status();
+}
+
+void Agent::maybe_renew() {
+  const Millis now = clock_.now_ms();
+  if (cred_.credential.empty() || cred_.renew_at == 0 || now < cred_.renew_at || now < next_renew_try_) return;
+  auto st = register_with("");
+  if (st.ok()) return;
+  next_renew_try_ = now + config_.backoff_max_ms;
+  warn_limited("agent: cannot renew the credential (will retry): " + st.error().message);
+}
+
+void Agent::handle_unauthorized(const Error& e) {
+  if (bootstrap_usable()) {
+    spdlog::warn("agent: the server refused the credential ({}); registering again with the bootstrap token",
+                 e.message);
+    auto st = register_with(config_.bootstrap_token);
+    if (st.ok()) return;
+    warn_limited("agent: registering again failed: " + st.error().message);
+    return;
+  }
+  warn_limited("agent: the server refuses the credential of cluster " + config_.cluster_id + " (" + e.message +
+               ") and no unused bootstrap token is left: create one (POST /api/v1/clusters/" + config_.cluster_id +
+               "/bootstrap-tokens) and restart the agent with it; retrying meanwhile");
+}
+
+// ------------------------------------------------------------------- sync
+
+std::vector<AttemptReport> Agent::current_reports() {
+  auto reports = executor_->poll();
+  for (const auto& [id, r] : refused_starts_) reports.push_back(r);
+  return reports;
+}
+
+bool Agent::has_news() { return differs(signatures(current_reports()), reported_); }
+
+Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
+  const Millis now = clock_.now_ms();
+  if (nodes_.empty() || now - nodes_at_ >= config_.inventory_refresh_ms) {
+    nodes_ = executor_->inventory();
+    nodes_at_ = now;
+  }
+  SyncRequest req;
+  req.cluster_id = config_.cluster_id;
+  req.agent_instance = instance_;
+  req.seq = ++seq_;
+  req.sent_at = now;
+  req.nodes = nodes_;
+  req.attempts = current_reports();
+  req.engine = executor_->engine();
+  req.wait_ms = wait_ms;
+  inflight_ = signatures(req.attempts);
+
+  // While the server holds a long-poll, an attempt that ends (or any other
+  // change) cuts it short so that the report goes out within ~change_check_ms.
+  std::function<bool(const std::vector<AttemptReport>&)> news;
+  if (abortable) news = [this](const std::vector<AttemptReport>& now) { return differs(signatures(now), inflight_); };
+  auto r = post(std::string(kSyncPath), dump(to_json(req)), config_.request_timeout_ms + wait_ms, true, news);
+  if (!r.ok()) return r.error();
+  if (!is_2xx(r->status)) return http_error("sync", *r);
+  auto resp = decode_json<SyncResponse>(r->body);
+  if (!resp.ok()) {
+    return errors::unavailable("sync: unreadable answer: " + resp.error().message,
+                               "同步：无法解析应答：" + resp.error().message);
+  }
+  if (fenced_) spdlog::warn("agent: the server answers again; reporting the attempts stopped while fenced");
+  fenced_ = false;
+  last_sync_ok_sent_ = now;
+  lease_known_ = true;
+  if (resp->lease_ttl_s > 0) server_ttl_s_ = resp->lease_ttl_s;
+  save_lease(false);
+  reported_ = inflight_;
+  live_attempts_ = std::any_of(req.attempts.begin(), req.attempts.end(),
+                               [](const AttemptReport& a) { return !is_terminal(a.state); });
+  return std::move(resp).value();
+}
+
+void Agent::apply(const SyncResponse& resp) {
+  for (const auto& id : resp.ack) {
+    executor_->forget(id);
+    refused_starts_.erase(id);
+    reported_.erase(id);
+  }
+  for (const auto& s : resp.stop) executor_->stop(s.attempt_id, s.reason, s.grace_s);
+  for (const auto& o : resp.start) {
+    auto st = executor_->start(o);
+    if (st.ok()) continue;
+    spdlog::error("agent: cannot start attempt {}: {}", o.attempt_id, st.error().message);
+    AttemptReport rep;
+    rep.attempt_id = o.attempt_id;
+    rep.epoch = o.epoch;
+    rep.state = AttemptState::Failed;
+    rep.started_at = rep.finished_at = clock_.now_ms();
+    rep.message = "cannot start: " + st.error().message;
+    refused_starts_.emplace(o.attempt_id, std::move(rep));
+  }
+}
+
+void Agent::ship_logs() {
+  auto pieces = executor_->read_new_logs(config_.log_budget_bytes);
+  std::size_t total = 0;
+  for (const auto& p : pieces) total += p.data.size();
+  logs_pending_ = total >= config_.log_budget_bytes;
+  for (const auto& p : pieces) {
+    LogUpload up;
+    up.attempt_id = p.attempt_id;
+    up.epoch = p.epoch;
+    up.replica = p.replica;
+    up.offset = p.offset;
+    const std::size_t used = sanitize_utf8(p.data, p.final, up.data);
+    if (used == 0) continue;  // only the start of a character so far
+    auto r = post(std::string(kLogsPath), dump(to_json(up)), config_.request_timeout_ms, true);
+    if (!r.ok()) {
+      logs_pending_ = true;
+      return;  // the server is away; the sync loop deals with it
+    }
+    if (is_2xx(r->status)) {
+      executor_->logs_shipped(p.attempt_id, p.replica, p.offset + static_cast<std::int64_t>(used));
+    } else if (r->status == 409) {
+      spdlog::info("agent: the server refuses logs of attempt {} ({}); no longer shipping them", p.attempt_id,
+                   server_message(*r));
+      executor_->logs_refused(p.attempt_id);
+    } else {
+      warn_limited("agent: shipping logs of " + p.attempt_id + " failed: " + server_message(*r));
+      logs_pending_ = true;
+      return;
+    }
+  }
+}
+
+// -------------------------------------------------------------- fencing
+
+Millis Agent::lease_ttl_ms() const { return (config_.lease_ttl_s > 0 ? config_.lease_ttl_s : server_ttl_s_) * 1000; }
+
+Millis Agent::fence_margin_ms() const {
+  if (config_.fence_margin_ms > 0) return config_.fence_margin_ms;
+  return std::min<Millis>(5000, lease_ttl_ms() / 6);
+}
+
+bool Agent::fence_due(Millis now) const {
+  return !fenced_ && now >= last_sync_ok_sent_ + lease_ttl_ms() - fence_margin_ms();
+}
+
+void Agent::fence(Millis now) {
+  fenced_ = true;
+  // Dead (SIGKILL at the latest) before the server's deadline t0 + L.
+  const std::int64_t grace_s = std::min<std::int64_t>(config_.fence_grace_s, fence_margin_ms() / 2000);
+  int stopped = 0;
+  for (const auto& r : executor_->poll()) {
+    if (is_terminal(r.state)) continue;
+    executor_->stop(r.attempt_id, std::string(kStopLost), grace_s);
+    ++stopped;
+  }
+  spdlog::error(
+      "agent: no successful sync for {} ms (since {}; lease {} s, margin {} ms): fencing, stopped {} attempt(s); "
+      "they are reported when the server answers again",
+      now - last_sync_ok_sent_, format_time(last_sync_ok_sent_), lease_ttl_ms() / 1000, fence_margin_ms(), stopped);
+}
+
+std::vector<AttemptReport> Agent::tick() {
+  const Millis now = clock_.now_ms();
+  if (fence_due(now)) fence(now);
+  return current_reports();
+}
+
+// ------------------------------------------------------------- plumbing
+
+void Agent::wait_ms(Millis ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  const auto slice = std::chrono::milliseconds(std::clamp<Millis>(config_.change_check_ms, 1, 100));
+  while (!stopping()) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= until) break;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(slice, until - now));
+    tick();
+  }
+}
+
+void Agent::backoff() {
+  backoff_ms_ = std::clamp<Millis>(backoff_ms_ == 0 ? config_.backoff_min_ms : backoff_ms_ * 2, config_.backoff_min_ms,
+                                   std::max(config_.backoff_min_ms, config_.backoff_max_ms));
+  // "Equal jitter": half fixed, half random, so that agents cut off together do not return in step.
+  std::uniform_int_distribution<Millis> jitter(0, backoff_ms_ / 2);
+  wait_ms(backoff_ms_ - backoff_ms_ / 2 + jitter(rng_));
+}
+
+Result<HttpResponse> Agent::post(const std::string& path, const std::string& body, Millis timeout_ms, bool with_auth,
+                                 std::function<bool(const std::vector<AttemptReport>&)> extra_abort) {
+  HttpRequestOptions opts;
+  opts.timeout_ms = static_cast<long>(timeout_ms);
+  opts.abort_check_ms = static_cast<long>(std::clamp<Millis>(config_.change_check_ms, 1, 100));
+  if (with_auth) opts.headers["Authorization"] = "Bearer " + cred_.credential;
+  // Runs on this thread every abort_check_ms while the request is in flight:
+  // fencing and kill deadlines keep their time even if the server hangs.
+  opts.should_abort = [this, extra = std::move(extra_abort)] {
+    auto reports = tick();
+    return stopping() || (extra && extra(reports));
+  };
+  return http_.request("POST", config_.server_url + path, body, "application/json", opts);
+}
+
+void Agent::warn_limited(const std::string& what) {
+  const Millis now = clock_.now_ms();
+  if (what == last_warning_ && now - last_warning_at_ < 30000) return;
+  last_warning_ = what;
+  last_warning_at_ = now;
+  spdlog::warn("{}", what);
+}
+
+// ------------------------------------------------------------ the loop
+
+Status Agent::run(std::atomic<bool>& stop) {
+  CP_TRY(check_config());
+  stop_ = &stop;
+  spdlog::info("agent: cluster {} -> {} (instance {}, executor {})", config_.cluster_id, config_.server_url, instance_,
+               executor_->kind());
+  while (!stopping()) {
+    tick();
+    auto reg = ensure_registered();
+    if (!reg.ok()) {
+      warn_limited("agent: not registered: " + reg.error().message);
+      backoff();
+      continue;
+    }
+    maybe_renew();
+    Millis wait = 0;
+    if (!has_news()) wait = (live_attempts_ || logs_pending_) ? config_.busy_poll_ms : config_.long_poll_ms;
+    // A long-poll must end well before the fence deadline it would otherwise trip.
+    wait = std::min(wait, std::max<Millis>(0, (lease_ttl_ms() - fence_margin_ms()) / 2));
+    auto r = sync(wait, wait > 0);
+    if (!r.ok()) {
+      if (r.error().code == "aborted") continue;  // stop, or news to report at once
+      if (r.error().code == "unauthenticated") {
+        handle_unauthorized(r.error());
+      } else {
+        warn_limited("agent: sync failed: " + r.error().message);
+      }
+      backoff();
+      continue;
+    }
+    backoff_ms_ = 0;
+    apply(r.value());
+    ship_logs();
+  }
+  save_lease(true);
+  stop_ = nullptr;
+  spdlog::info("agent: stopped; running attempts keep running and the next agent on {} adopts them", config_.data_dir);
+  return ok_status();
+}
+
+Status Agent::sync_once() {
+  CP_TRY(check_config());
+  tick();
+  CP_TRY(ensure_registered());
+  maybe_renew();
+  auto r = sync(0, false);
+  if (!r.ok()) {
+    if (r.error().code == "unauthenticated") handle_unauthorized(r.error());
+    return r.error();
+  }
+  apply(r.value());
+  ship_logs();
+  return ok_status();
+}
+
+}  // namespace cp

@@ -1,0 +1,534 @@
+#include "agent/executors/local_executor.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "agent/executors/host_probe.h"
+#include "agent/executors/supervised_process.h"
+#include "agent/files.h"
+#include "common/log.h"
+
+namespace cp {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kLostAfterRestart = "lost: agent restarted and the process is gone";
+constexpr std::string_view kLostShim = "lost: the supervisor process is gone";
+
+// Ids from the server become directory names: keep them to a safe alphabet.
+bool safe_name(const std::string& s) {
+  if (s.empty() || s.size() > 200 || s == "." || s == "..") return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    auto c = static_cast<unsigned char>(ch);
+    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+bool valid_env_name(const std::string& s) {
+  return !s.empty() && s.find('=') == std::string::npos && s.find('\0') == std::string::npos;
+}
+
+std::int64_t file_size(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<std::int64_t>(st.st_size);
+}
+
+bool is_failure(const std::string& outcome) { return !outcome.empty() && outcome != "exit 0"; }
+
+std::string stop_message(const std::string& reason, bool killed) {
+  std::string m;
+  if (reason == kStopCancel) {
+    m = "cancelled";
+  } else if (reason == kStopPreempt) {
+    m = "preempted";
+  } else if (reason == kStopSuperseded) {
+    m = "superseded by a newer attempt";
+  } else if (reason == kStopLost) {
+    m = "lost: stopped by the agent after losing contact with the server";
+  } else {
+    m = "stopped: " + reason;
+  }
+  if (killed) m += "; grace expired, killed";
+  return m;
+}
+
+}  // namespace
+
+LocalExecutor::LocalExecutor(LocalExecutorConfig config, const Clock& clock)
+    : config_(std::move(config)), clock_(clock) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(config_.data_dir.empty() ? fs::path(".") : fs::path(config_.data_dir), ec);
+  if (!ec) config_.data_dir = abs.lexically_normal().string();
+  while (config_.data_dir.size() > 1 && config_.data_dir.back() == '/') config_.data_dir.pop_back();
+  if (config_.log_chunk_bytes == 0) config_.log_chunk_bytes = 256 * 1024;
+  for (const char* sub : {"attempts", "checkpoints"}) {
+    auto st = agent_files::make_dirs(config_.data_dir + "/" + sub);
+    if (!st.ok()) engine_problem_ = st.error().message;
+  }
+  facts_ = probe_host_facts();
+  load_journals();
+}
+
+LocalExecutor::~LocalExecutor() = default;
+
+std::string LocalExecutor::attempt_dir(const std::string& attempt_id) const {
+  return config_.data_dir + "/attempts/" + attempt_id;
+}
+std::string LocalExecutor::log_path(const std::string& attempt_id, int replica) const {
+  return attempt_dir(attempt_id) + "/r" + std::to_string(replica) + ".log";
+}
+std::string LocalExecutor::exit_path(const std::string& attempt_id, int replica) const {
+  return attempt_dir(attempt_id) + "/r" + std::to_string(replica) + ".exit";
+}
+
+void LocalExecutor::load_journals() {
+  std::error_code ec;
+  fs::directory_iterator it(config_.data_dir + "/attempts", ec);
+  if (ec) return;
+  for (const auto& entry : it) {
+    if (!entry.is_directory(ec)) continue;
+    std::string id = entry.path().filename().string();
+    auto text = agent_files::read_all(entry.path().string() + "/journal.json");
+    if (!text) continue;  // a start that died before its first journal write: nothing ran
+    auto rec = decode_json<AttemptRecord>(*text);
+    if (!rec.ok() || rec->order.attempt_id != id) {
+      spdlog::warn("local executor: ignoring unreadable journal of {}: {}", id,
+                   rec.ok() ? std::string("attempt id mismatch") : rec.error().message);
+      continue;
+    }
+    for (const auto& r : rec->replicas) finish_counter_ = std::max(finish_counter_, r.finished_seq);
+    Live live{std::move(rec).value(), true};
+    attempts_.emplace(id, std::move(live));
+    spdlog::info("local executor: adopted attempt {} from its journal", id);
+  }
+  std::vector<std::string> ids;
+  for (const auto& [id, a] : attempts_) ids.push_back(id);
+  for (const auto& id : ids) maybe_remove(id);
+}
+
+Status LocalExecutor::save(const Live& a) {
+  const auto& id = a.rec.order.attempt_id;
+  auto st = agent_files::write_atomic(attempt_dir(id) + "/journal.json", dump(to_json(a.rec)));
+  if (!st.ok()) spdlog::error("local executor: journal of {}: {}", id, st.error().message);
+  return st;
+}
+
+std::vector<std::string> LocalExecutor::build_env(const StartOrder& order, const ReplicaPlacement& placement) const {
+  std::map<std::string, std::string> env;
+  for (const char* name : {"PATH", "HOME"}) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  for (const auto& [k, v] : order.env) env[k] = v;
+  // The platform's variables win over the order's: CUDA_VISIBLE_DEVICES is what keeps replicas apart.
+  std::string gpus;
+  for (int g : placement.gpu_indices) {
+    if (!gpus.empty()) gpus += ',';
+    gpus += std::to_string(g);
+  }
+  env["CUDA_VISIBLE_DEVICES"] = gpus;
+  env["CUBEPLANE_TASK_ID"] = order.task_id;
+  env["CUBEPLANE_ATTEMPT"] = std::to_string(order.attempt_number);
+  env["CUBEPLANE_ATTEMPT_ID"] = order.attempt_id;
+  env["CUBEPLANE_REPLICA"] = std::to_string(placement.replica);
+  env["CUBEPLANE_REPLICAS"] = std::to_string(std::max<std::size_t>(1, order.placements.size()));
+  env["CUBEPLANE_NODE"] = placement.node;
+  env["CUBEPLANE_CHECKPOINT_DIR"] = config_.data_dir + "/checkpoints/" + order.task_id;
+  if (order.attempt_number > 1) {
+    env["CUBEPLANE_RESUME"] = "1";
+    env["CUBEPLANE_RESTART_COUNT"] = std::to_string(order.attempt_number - 1);
+  }
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+Status LocalExecutor::start(const StartOrder& order) {
+  std::lock_guard lock(mu_);
+  if (!safe_name(order.attempt_id)) {
+    return errors::invalid("attempt_id", "attempt id \"" + order.attempt_id + "\" is not usable as a directory name",
+                           "attempt id \"" + order.attempt_id + "\" 不能用作目录名");
+  }
+  if (!safe_name(order.task_id)) {
+    return errors::invalid("task_id", "task id \"" + order.task_id + "\" is not usable as a directory name",
+                           "task id \"" + order.task_id + "\" 不能用作目录名");
+  }
+  if (attempts_.count(order.attempt_id) || forgotten_.count(order.attempt_id)) return ok_status();  // idempotent
+
+  Live a;
+  a.rec.order = order;
+  a.rec.started_at = clock_.now_ms();
+  std::vector<ReplicaPlacement> placements = order.placements;
+  if (placements.empty()) placements.push_back(ReplicaPlacement{});
+  for (const auto& p : placements) {
+    ReplicaRecord r;
+    r.replica = p.replica;
+    r.node = p.node;
+    a.rec.replicas.push_back(r);
+  }
+  const std::string dir = attempt_dir(order.attempt_id);
+  CP_TRY(agent_files::make_dirs(dir + "/work"));
+  CP_TRY(agent_files::make_dirs(config_.data_dir + "/checkpoints/" + order.task_id));
+
+  // Problems of the order itself end the attempt as Failed, reported like any other end.
+  std::string problem;
+  std::set<int> seen;
+  for (const auto& p : placements) {
+    if (p.replica < 0 || !seen.insert(p.replica).second) problem = "invalid replica numbers in the placements";
+  }
+  if (order.command.empty() || order.command[0].empty()) problem = "empty command";
+  for (const auto& [k, v] : order.env) {
+    if (!valid_env_name(k)) problem = "invalid environment variable name \"" + k + "\"";
+  }
+  if (!problem.empty()) {
+    for (auto& r : a.rec.replicas) {
+      r.outcome = "error: " + problem;
+      r.finished_seq = ++finish_counter_;
+    }
+  }
+  // Journal first: should the agent die while forking, the attempt is known
+  // and never started twice (replicas without a shim pid are lost, not rerun).
+  CP_TRY(save(a));
+  auto [it, inserted] = attempts_.emplace(order.attempt_id, std::move(a));
+  if (problem.empty()) spawn_replicas(it->second);
+  refresh(it->second);
+  return ok_status();
+}
+
+void LocalExecutor::spawn_replicas(Live& a) {
+  const auto& order = a.rec.order;
+  std::vector<ReplicaPlacement> placements = order.placements;
+  if (placements.empty()) placements.push_back(ReplicaPlacement{});
+  for (std::size_t i = 0; i < a.rec.replicas.size(); ++i) {
+    auto& r = a.rec.replicas[i];
+    SpawnSpec spec;
+    spec.argv = order.command;
+    spec.env = build_env(order, placements[i]);
+    spec.work_dir = attempt_dir(order.attempt_id) + "/work";
+    spec.log_path = log_path(order.attempt_id, r.replica);
+    spec.exit_path = exit_path(order.attempt_id, r.replica);
+    auto spawned = spawn_supervised(spec);
+    if (!spawned.ok()) {
+      r.outcome = "error: " + spawned.error().message;
+      r.finished_seq = ++finish_counter_;
+      continue;
+    }
+    r.shim_pid = spawned->shim_pid;
+    r.pgid = spawned->pgid;
+    r.shim_start_ticks = spawned->shim_start_ticks;
+  }
+  (void)save(a);
+  spdlog::info("local executor: started attempt {} ({} replica(s))", order.attempt_id, a.rec.replicas.size());
+}
+
+void LocalExecutor::signal_running(Live& a, int sig) {
+  for (const auto& r : a.rec.replicas) {
+    if (!r.outcome.empty() || r.shim_pid == 0) continue;
+    // Only while its shim lives is the pgid surely still this replica's.
+    if (supervised_alive(r.shim_pid, r.shim_start_ticks)) signal_group(r.pgid, sig);
+  }
+}
+
+void LocalExecutor::refresh(Live& a) {
+  auto& rec = a.rec;
+  if (rec.terminal) return;
+  bool changed = false;
+  for (auto& r : rec.replicas) {
+    if (!r.outcome.empty()) continue;
+    // Alive first, then the exit file: the shim renames the file before it
+    // exits, so a dead shim without one really died without recording.
+    if (r.shim_pid != 0 && supervised_alive(r.shim_pid, r.shim_start_ticks)) continue;
+    if (auto ex = read_exit_file(exit_path(rec.order.attempt_id, r.replica))) {
+      r.outcome = ex->text();
+    } else {
+      r.outcome = "lost";
+      // The command's leader died with its shim (PR_SET_PDEATHSIG), but its
+      // children may live on in the group: no orphans. The pgid alone is no
+      // proof after a while, the attempt id in their environment is.
+      if (group_has_marker(r.pgid, "CUBEPLANE_ATTEMPT_ID=" + rec.order.attempt_id)) signal_group(r.pgid, SIGKILL);
+    }
+    r.finished_seq = ++finish_counter_;
+    changed = true;
+  }
+
+  const ReplicaRecord* first_failure = nullptr;
+  bool running = false;
+  for (const auto& r : rec.replicas) {
+    if (r.outcome.empty()) running = true;
+    if (is_failure(r.outcome) && (!first_failure || r.finished_seq < first_failure->finished_seq)) {
+      first_failure = &r;
+    }
+  }
+  const Millis now = clock_.now_ms();
+  if (running) {
+    // Gang semantics: one replica failed, so the others cannot make progress.
+    if (first_failure && !rec.gang_stop && rec.stop_reason.empty()) {
+      rec.gang_stop = true;
+      rec.kill_at = now + std::max<std::int64_t>(0, rec.order.grace_s) * 1000;
+      signal_running(a, SIGTERM);
+      changed = true;
+    }
+    if (rec.kill_at != 0 && now >= rec.kill_at && !rec.killed) {
+      signal_running(a, SIGKILL);
+      rec.killed = true;
+      changed = true;
+    }
+  } else {
+    std::optional<int> exit_code = 0;
+    std::string failure;
+    if (first_failure) {
+      const auto& o = first_failure->outcome;
+      if (auto ex = parse_exit_record(o)) {
+        exit_code = ex->exit_code();
+        failure = ex->signaled ? "killed by signal " + std::to_string(ex->number)
+                               : "exited with code " + std::to_string(ex->number);
+      } else {
+        exit_code.reset();
+        failure = o == "lost" ? std::string(a.adopted ? kLostAfterRestart : kLostShim) : o.substr(7);  // "error: "
+      }
+      if (rec.replicas.size() > 1) failure = "replica " + std::to_string(first_failure->replica) + ": " + failure;
+    }
+    rec.exit_code = exit_code;
+    if (!rec.stop_reason.empty()) {
+      rec.state = reason_state(rec.stop_reason);
+      rec.message = stop_message(rec.stop_reason, rec.killed);
+    } else if (first_failure) {
+      rec.state = AttemptState::Failed;
+      rec.message = failure;
+    } else {
+      rec.state = AttemptState::Succeeded;
+      rec.message.clear();
+    }
+    rec.finished_at = now;
+    rec.terminal = true;
+    rec.kill_at = 0;
+    changed = true;
+    spdlog::info("local executor: attempt {} ended: {} {}", rec.order.attempt_id,
+                 boost::describe::enum_to_string(rec.state, "?"), rec.message);
+  }
+  if (changed) (void)save(a);
+}
+
+void LocalExecutor::stop(const std::string& attempt_id, const std::string& reason, std::int64_t grace_s) {
+  std::lock_guard lock(mu_);
+  auto it = attempts_.find(attempt_id);
+  if (it == attempts_.end()) return;
+  Live& a = it->second;
+  refresh(a);
+  auto& rec = a.rec;
+  if (rec.terminal) return;
+  const bool already_stopping = rec.kill_at != 0 || rec.killed;
+  // A gang already failing stays Failed: the failure came first.
+  if (rec.stop_reason.empty() && !rec.gang_stop) rec.stop_reason = reason.empty() ? std::string(kStopCancel) : reason;
+  const Millis deadline = clock_.now_ms() + std::max<std::int64_t>(0, grace_s) * 1000;
+  if (rec.kill_at == 0 || deadline < rec.kill_at) rec.kill_at = deadline;
+  if (!already_stopping) {
+    spdlog::info("local executor: stopping attempt {} ({}, grace {} s)", attempt_id, reason, grace_s);
+    signal_running(a, SIGTERM);
+  }
+  if (grace_s <= 0 && !rec.killed) {
+    signal_running(a, SIGKILL);
+    rec.killed = true;
+  }
+  (void)save(a);
+}
+
+AttemptReport LocalExecutor::report_of(const AttemptRecord& r) const {
+  AttemptReport rep;
+  rep.attempt_id = r.order.attempt_id;
+  rep.epoch = r.order.epoch;
+  rep.started_at = r.started_at;
+  if (r.terminal) {
+    rep.state = r.state;
+    rep.exit_code = r.exit_code;
+    rep.finished_at = r.finished_at;
+    rep.message = r.message;
+  } else {
+    rep.state = (r.kill_at != 0 || r.killed) ? AttemptState::Stopping : AttemptState::Running;
+  }
+  return rep;
+}
+
+std::vector<AttemptReport> LocalExecutor::poll() {
+  std::lock_guard lock(mu_);
+  std::vector<AttemptReport> out;
+  for (auto& [id, a] : attempts_) {
+    if (a.rec.acked) continue;
+    refresh(a);
+    out.push_back(report_of(a.rec));
+  }
+  return out;
+}
+
+void LocalExecutor::forget(const std::string& attempt_id) {
+  std::lock_guard lock(mu_);
+  auto it = attempts_.find(attempt_id);
+  if (it == attempts_.end() || it->second.rec.acked) return;
+  if (!it->second.rec.terminal) {
+    spdlog::warn("local executor: ignoring an ack of attempt {}, which is still running", attempt_id);
+    return;
+  }
+  it->second.rec.acked = true;
+  (void)save(it->second);
+  maybe_remove(attempt_id);
+}
+
+void LocalExecutor::maybe_remove(const std::string& attempt_id) {
+  auto it = attempts_.find(attempt_id);
+  if (it == attempts_.end() || !it->second.rec.acked) return;
+  const auto& rec = it->second.rec;
+  if (!rec.logs_refused) {
+    for (const auto& r : rec.replicas) {
+      if (r.log_shipped < file_size(log_path(attempt_id, r.replica))) return;  // logs still to ship
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(attempt_dir(attempt_id), ec);
+  if (ec) spdlog::warn("local executor: cannot remove {}: {}", attempt_dir(attempt_id), ec.message());
+  attempts_.erase(it);
+  forgotten_.insert(attempt_id);
+}
+
+std::vector<LogPiece> LocalExecutor::read_new_logs(std::size_t max_bytes) {
+  std::lock_guard lock(mu_);
+  std::vector<LogPiece> out;
+  std::size_t budget = max_bytes;
+  for (auto& [id, a] : attempts_) {
+    if (a.rec.logs_refused) continue;
+    for (const auto& r : a.rec.replicas) {
+      if (budget == 0) return out;
+      const std::string path = log_path(id, r.replica);
+      std::int64_t size = file_size(path);
+      if (size <= r.log_shipped) continue;
+      std::size_t n = std::min({static_cast<std::size_t>(size - r.log_shipped), config_.log_chunk_bytes, budget});
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      std::string data(n, '\0');
+      ssize_t got = ::pread(fd, data.data(), n, static_cast<off_t>(r.log_shipped));
+      ::close(fd);
+      if (got <= 0) continue;
+      data.resize(static_cast<std::size_t>(got));
+      LogPiece piece;
+      piece.attempt_id = id;
+      piece.task_id = a.rec.order.task_id;
+      piece.epoch = a.rec.order.epoch;
+      piece.replica = r.replica;
+      piece.offset = r.log_shipped;
+      piece.final = !r.outcome.empty() && r.log_shipped + got >= size;
+      piece.data = std::move(data);
+      budget -= piece.data.size();
+      out.push_back(std::move(piece));
+    }
+  }
+  return out;
+}
+
+void LocalExecutor::logs_shipped(const std::string& attempt_id, int replica, std::int64_t new_offset) {
+  std::lock_guard lock(mu_);
+  auto it = attempts_.find(attempt_id);
+  if (it == attempts_.end()) return;
+  for (auto& r : it->second.rec.replicas) {
+    if (r.replica != replica || new_offset <= r.log_shipped) continue;
+    r.log_shipped = new_offset;
+    (void)save(it->second);
+  }
+  maybe_remove(attempt_id);
+}
+
+void LocalExecutor::logs_refused(const std::string& attempt_id) {
+  std::lock_guard lock(mu_);
+  auto it = attempts_.find(attempt_id);
+  if (it == attempts_.end() || it->second.rec.logs_refused) return;
+  it->second.rec.logs_refused = true;
+  (void)save(it->second);
+  maybe_remove(attempt_id);
+}
+
+std::vector<int> LocalExecutor::process_groups(const std::string& attempt_id) {
+  std::lock_guard lock(mu_);
+  std::vector<int> out;
+  auto it = attempts_.find(attempt_id);
+  if (it == attempts_.end()) return out;
+  for (const auto& r : it->second.rec.replicas) out.push_back(r.pgid);
+  return out;
+}
+
+EngineStatus LocalExecutor::engine() {
+  std::lock_guard lock(mu_);
+  EngineStatus st;
+  if (!engine_problem_.empty()) {
+    st.ok = false;
+    st.message = engine_problem_;
+  } else if (::access((config_.data_dir + "/attempts").c_str(), W_OK) != 0) {
+    st.ok = false;
+    st.message = "data directory " + config_.data_dir + " is not writable: " + std::strerror(errno);
+  } else {
+    st.message = "local processes";
+  }
+  return st;
+}
+
+std::vector<NodeReport> LocalExecutor::inventory() {
+  std::lock_guard lock(mu_);
+  if (!nvml_probed_) {
+    nvml_ = std::make_unique<Nvml>(config_.nvml_library);
+    nvml_probed_ = true;
+    if (nvml_->available()) {
+      facts_.driver = nvml_->driver_version();
+      facts_.cuda = nvml_->cuda_version();
+    } else {
+      spdlog::debug("local executor: no NVML ({}); reporting no GPUs", nvml_->problem());
+    }
+  }
+  std::vector<NodeReport> out;
+  if (!config_.nodes.empty()) {
+    for (const auto& d : config_.nodes) {
+      NodeReport n;
+      n.name = d.name;
+      n.labels = d.labels;
+      n.facts = facts_;
+      n.capacity.set(kCpu, d.cpu_milli > 0 ? d.cpu_milli : host_cpu_millis());
+      n.capacity.set(kMemory, d.memory_bytes > 0 ? d.memory_bytes : host_memory_bytes());
+      if (d.gpus.count > 0 && !d.gpus.type.empty()) {
+        n.capacity.set(std::string(kGpuPrefix) + d.gpus.type, d.gpus.count);
+        n.labels.emplace(std::string(kLabelGpuType), d.gpus.type);
+        for (int i = 0; i < d.gpus.count; ++i) {
+          GpuDevice g;
+          g.index = i;
+          g.uuid = "declared-" + d.name + "-" + std::to_string(i);
+          g.model = d.gpus.type;
+          g.memory_total = d.gpus.memory_bytes;
+          n.gpus.push_back(std::move(g));
+        }
+      }
+      n.allocatable = n.capacity;
+      out.push_back(std::move(n));
+    }
+    return out;
+  }
+  NodeReport n;
+  n.name = host_name();
+  n.facts = facts_;
+  n.capacity.set(kCpu, host_cpu_millis());
+  n.capacity.set(kMemory, host_memory_bytes());
+  n.gpus = nvml_->devices();
+  for (const auto& g : n.gpus) {
+    n.capacity.set(std::string(kGpuPrefix) + g.model, n.capacity.get(std::string(kGpuPrefix) + g.model) + 1);
+  }
+  if (!n.gpus.empty()) n.labels[std::string(kLabelGpuType)] = n.gpus.front().model;
+  n.allocatable = n.capacity;
+  out.push_back(std::move(n));
+  return out;
+}
+
+}  // namespace cp

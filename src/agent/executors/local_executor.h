@@ -1,0 +1,150 @@
+// LocalExecutor: runs each replica of an attempt as a process group on this
+// machine, under a supervisor shim (supervised_process.h), and keeps a
+// journal per attempt so that a restarted agent finds its work again.
+//
+// On disk, under data_dir:
+//   attempts/<attempt_id>/journal.json   the order, per replica the shim pid,
+//                                        its start time, the pgid, the outcome,
+//                                        the log offset shipped (written atomically)
+//   attempts/<attempt_id>/r<k>.log       stdout+stderr of replica k
+//   attempts/<attempt_id>/r<k>.exit      "exit N" | "signal N", written by the shim
+//   attempts/<attempt_id>/work/          the command's working directory
+//   checkpoints/<task_id>/               CUBEPLANE_CHECKPOINT_DIR, shared by every
+//                                        attempt of the task (a resumed attempt sees
+//                                        what the previous one saved); never removed here
+//
+// Destroying the executor leaves processes running; the next LocalExecutor on
+// the same data_dir adopts them (a shim alive with the same start time), reads
+// the exit file of those that ended meanwhile, and reports a replica with
+// neither as Failed "lost: agent restarted and the process is gone".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/executor.h"
+#include "common/clock.h"
+
+namespace cp {
+
+class Nvml;
+
+struct DeclaredGpus {
+  std::string type;  // e.g. "nvidia-a100-80gb"
+  int count = 0;
+  std::int64_t memory_bytes = 0;  // per device; 0 = unknown
+};
+BOOST_DESCRIBE_STRUCT(DeclaredGpus, (), (type, count, memory_bytes))
+
+// A node this machine pretends to be (the demo fleet: two nodes with four
+// A100s each, on one laptop). Every declared node runs its processes here.
+struct DeclaredNode {
+  std::string name;
+  Labels labels;
+  std::int64_t cpu_milli = 0;     // 0 = this machine's hardware threads
+  std::int64_t memory_bytes = 0;  // 0 = this machine's memory
+  DeclaredGpus gpus;
+};
+BOOST_DESCRIBE_STRUCT(DeclaredNode, (), (name, labels, cpu_milli, memory_bytes, gpus))
+
+struct LocalExecutorConfig {
+  std::string data_dir;                            // made absolute; created when missing
+  std::vector<DeclaredNode> nodes;                 // empty: this machine as one node, GPUs from NVML
+  std::string nvml_library = "libnvidia-ml.so.1";  // "" = do not probe GPUs
+  std::size_t log_chunk_bytes = 256 * 1024;        // most bytes of one LogPiece
+};
+
+class LocalExecutor final : public Executor {
+ public:
+  explicit LocalExecutor(LocalExecutorConfig config, const Clock& clock = SystemClock::instance());
+  ~LocalExecutor() override;  // processes keep running; see the header comment
+  LocalExecutor(const LocalExecutor&) = delete;
+  LocalExecutor& operator=(const LocalExecutor&) = delete;
+
+  std::string kind() const override { return "local"; }
+  std::vector<NodeReport> inventory() override;
+  EngineStatus engine() override;
+  Status start(const StartOrder& order) override;
+  void stop(const std::string& attempt_id, const std::string& reason, std::int64_t grace_s) override;
+  std::vector<AttemptReport> poll() override;
+  void forget(const std::string& attempt_id) override;
+  std::vector<LogPiece> read_new_logs(std::size_t max_bytes) override;
+  void logs_shipped(const std::string& attempt_id, int replica, std::int64_t new_offset) override;
+  void logs_refused(const std::string& attempt_id) override;
+
+  // For tests and diagnostics.
+  const std::string& data_dir() const { return config_.data_dir; }
+  std::string attempt_dir(const std::string& attempt_id) const;
+  // The command's process group of each replica (0 once unknown).
+  std::vector<int> process_groups(const std::string& attempt_id);
+
+  // One replica of an attempt as the journal keeps it.
+  struct ReplicaRecord {
+    int replica = 0;
+    std::string node;
+    int shim_pid = 0;  // 0: not spawned (yet)
+    int pgid = 0;
+    std::int64_t shim_start_ticks = 0;
+    std::string outcome;            // "" while it runs; "exit N" | "signal N" | "lost" | "error: <why>"
+    std::int64_t finished_seq = 0;  // order in which outcomes were seen: the first failure wins
+    std::int64_t log_shipped = 0;
+  };
+  struct AttemptRecord {
+    int version = 1;
+    StartOrder order;
+    Millis started_at = 0;
+    std::string stop_reason;  // a stop order's reason; "" when none
+    Millis kill_at = 0;       // SIGKILL deadline of a pending stop; 0 when none
+    bool killed = false;
+    bool gang_stop = false;  // a replica failed and its siblings are being stopped
+    bool terminal = false;
+    AttemptState state = AttemptState::Running;
+    std::optional<int> exit_code;
+    std::string message;
+    Millis finished_at = 0;
+    bool acked = false;         // the server stored the terminal report
+    bool logs_refused = false;  // the server refuses its logs (stale epoch)
+    std::vector<ReplicaRecord> replicas;
+  };
+
+ private:
+  struct Live {
+    AttemptRecord rec;
+    bool adopted = false;  // loaded from a journal, not started by this object
+  };
+
+  void load_journals();
+  Status save(const Live& a);
+  void refresh(Live& a);  // observe replicas, enforce deadlines, decide the final state
+  void signal_running(Live& a, int sig);
+  std::vector<std::string> build_env(const StartOrder& order, const ReplicaPlacement& placement) const;
+  void spawn_replicas(Live& a);
+  AttemptReport report_of(const AttemptRecord& r) const;
+  void maybe_remove(const std::string& attempt_id);
+  std::string log_path(const std::string& attempt_id, int replica) const;
+  std::string exit_path(const std::string& attempt_id, int replica) const;
+
+  LocalExecutorConfig config_;
+  const Clock& clock_;
+  std::mutex mu_;
+  std::map<std::string, Live> attempts_;
+  std::set<std::string> forgotten_;  // removed this process; a late start order for them is ignored
+  std::int64_t finish_counter_ = 0;
+  std::unique_ptr<Nvml> nvml_;  // lazily, on the first inventory()
+  bool nvml_probed_ = false;
+  HostFacts facts_;
+  std::string engine_problem_;  // "" when healthy
+};
+
+BOOST_DESCRIBE_STRUCT(LocalExecutor::ReplicaRecord, (),
+                      (replica, node, shim_pid, pgid, shim_start_ticks, outcome, finished_seq, log_shipped))
+BOOST_DESCRIBE_STRUCT(LocalExecutor::AttemptRecord, (),
+                      (version, order, started_at, stop_reason, kill_at, killed, gang_stop, terminal, state, exit_code,
+                       message, finished_at, acked, logs_refused, replicas))
+
+}  // namespace cp

@@ -1,0 +1,81 @@
+// A command run under a supervisor "shim" whose exit status outlives the
+// agent (Linux only: /proc, setsid, PR_SET_PDEATHSIG, close_range).
+//
+//   agent ──fork──> shim: setsid(), ignores TERM/INT/HUP, chdir("/")
+//                    │
+//                    ├──fork──> command: setpgid(0,0) (pgid = its pid),
+//                    │          stdout+stderr -> log, stdin </dev/null,
+//                    │          chdir(work_dir), execve(argv, env)
+//                    │
+//                    ├─ waitid(command, WNOWAIT)   the command ended, not reaped:
+//                    ├─ kill(-pgid, SIGKILL)       its pgid cannot be reused yet, so
+//                    │                             stragglers of the group die with it
+//                    ├─ waitpid(command)
+//                    └─ write "<exit>.tmp", rename to "<exit>" ("exit N" | "signal N"), _exit
+//
+// The agent may die and come back at any point: the exit file tells how the
+// command ended; the shim's pid plus its start time (field 22 of
+// /proc/<pid>/stat) tell whether it still runs, even if the pid was reused.
+// Between fork and exec (and in the shim, which never execs) only
+// async-signal-safe calls are made: everything is prepared before fork().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace cp {
+
+struct SpawnSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up in the PATH of `env` when it has no '/'
+  std::vector<std::string> env;   // "NAME=value", the complete environment
+  std::string work_dir;           // absolute
+  std::string log_path;           // absolute; appended to
+  std::string exit_path;          // absolute
+};
+
+struct SpawnedProcess {
+  int shim_pid = 0;
+  int pgid = 0;  // the command's process group (= its pid); 0 when the shim could not fork it
+  std::int64_t shim_start_ticks = 0;
+};
+
+// Starts the shim and returns once it has forked the command. Failures after
+// the fork (command not found, bad work dir) end in an exit file with 127
+// (126: not executable) and a line in the log, as a shell would.
+Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec);
+
+struct ProcStat {
+  char state = '?';              // R, S, D, Z, X, ...
+  int pgrp = 0;                  // field 5: process group
+  std::int64_t start_ticks = 0;  // field 22: start time in clock ticks after boot
+};
+std::optional<ProcStat> read_proc_stat(int pid);
+
+// Whether the process `pid` that started at `start_ticks` still runs. Reaps
+// it when it is a zombie child of ours.
+bool supervised_alive(int pid, std::int64_t start_ticks);
+
+struct ExitRecord {
+  bool signaled = false;
+  int number = 0;  // exit code, or signal number
+  // Exit code as a shell reports it: N, or 128+N for "killed by signal N".
+  int exit_code() const { return signaled ? 128 + number : number; }
+  std::string text() const;  // "exit 3", "signal 9"
+};
+// Parses "exit N" / "signal N" (trailing newline allowed).
+std::optional<ExitRecord> parse_exit_record(std::string_view text);
+std::optional<ExitRecord> read_exit_file(const std::string& path);
+
+// kill(-pgid, sig); false when the group is gone (ESRCH) or pgid <= 1.
+bool signal_group(int pgid, int sig);
+
+// Whether a live process of group `pgid` has `marker` ("NAME=value") in its
+// environment: proof that the group is still the one we started, for the
+// case where its supervisor is gone and the pgid alone proves nothing.
+bool group_has_marker(int pgid, std::string_view marker);
+
+}  // namespace cp

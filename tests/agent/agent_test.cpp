@@ -1,0 +1,553 @@
+// The agent loop against a scripted control plane on a fake HTTP server:
+// registration, start / report / ack, log shipping, credential renewal and
+// recovery, and self-fencing when the server goes silent.
+#include "agent/agent.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "agent/executors/local_executor.h"
+#include "common/ids.h"
+#include "fake_server.h"
+#include "test_util.h"
+
+namespace cp {
+namespace {
+
+using testing::FakeRequest;
+using testing::FakeResponse;
+using testing::FakeServer;
+using testing::process_gone;
+using testing::read_pid;
+using testing::slurp;
+using testing::TempDir;
+using testing::touch;
+using testing::wait_until;
+
+// A control plane in miniature: hands out credentials, resends start orders
+// until the agent reports them, acks terminal reports, collects logs.
+class ScriptedControlPlane {
+ public:
+  FakeResponse handle(const FakeRequest& req) {
+    ++calls_;
+    if (req.path == "/api/v1/agent/register") return on_register(req);
+    if (req.path == "/api/v1/agent/sync") return on_sync(req);
+    if (req.path == "/api/v1/agent/logs") return on_logs(req);
+    return {404, R"({"error":{"code":"not_found","message":"no route"}})"};
+  }
+
+  // Knobs, set before or during a test.
+  void add_start(StartOrder o) {
+    std::lock_guard lock(mu_);
+    starts_.push_back(std::move(o));
+  }
+  void set_lease_ttl(std::int64_t s) { lease_ttl_s_ = s; }
+  void set_credential_life_ms(Millis ms) { credential_life_ms_ = ms; }
+  void set_hold_ms(Millis ms) { hold_ms_ = ms; }
+  void set_logs_status(int status) { logs_status_ = status; }
+  void set_ack(bool on) { ack_ = on; }
+  void accept_credential(const std::string& c) {
+    std::lock_guard lock(mu_);
+    valid_.insert(c);
+  }
+  void accept_bootstrap(const std::string& t) {
+    std::lock_guard lock(mu_);
+    bootstraps_.insert(t);
+  }
+
+  // Ends held long-polls: the fake server joins its threads on destruction.
+  void close() { closing_ = true; }
+
+  // What happened.
+  int calls() const { return calls_; }
+  struct Sync {
+    SyncRequest req;
+    std::string auth;
+    std::vector<std::string> acked;
+  };
+  struct Register {
+    RegisterRequest req;
+    std::string auth;
+    int status = 0;
+  };
+  std::vector<Sync> syncs() {
+    std::lock_guard lock(mu_);
+    return syncs_;
+  }
+  std::vector<Register> registers() {
+    std::lock_guard lock(mu_);
+    return registers_;
+  }
+  std::vector<LogUpload> logs() {
+    std::lock_guard lock(mu_);
+    return logs_;
+  }
+  std::optional<AttemptReport> last_report(const std::string& id) {
+    std::lock_guard lock(mu_);
+    for (auto it = syncs_.rbegin(); it != syncs_.rend(); ++it) {
+      for (const auto& a : it->req.attempts) {
+        if (a.attempt_id == id) return a;
+      }
+    }
+    return std::nullopt;
+  }
+  std::string log_text(const std::string& id, int replica = 0) {
+    std::lock_guard lock(mu_);
+    std::string out;
+    for (const auto& l : logs_) {
+      if (l.attempt_id != id || l.replica != replica) continue;
+      if (static_cast<std::size_t>(l.offset) > out.size()) return out + "<gap>";
+      out.resize(static_cast<std::size_t>(l.offset));
+      out += l.data;
+    }
+    return out;
+  }
+
+ private:
+  FakeResponse unauthorized() { return {401, R"({"error":{"code":"unauthenticated","message":"bad credential"}})"}; }
+
+  bool authorized(const FakeRequest& req) {
+    auto it = req.headers.find("authorization");
+    if (it == req.headers.end() || it->second.rfind("Bearer ", 0) != 0) return false;
+    std::lock_guard lock(mu_);
+    return valid_.count(it->second.substr(7)) > 0;
+  }
+
+  FakeResponse issue(const Register& r) {
+    std::lock_guard lock(mu_);
+    registers_.push_back(r);
+    registers_.back().status = 200;
+    std::string cred = "cred-" + std::to_string(++issued_);
+    valid_.insert(cred);
+    RegisterResponse resp;
+    resp.credential = cred;
+    resp.server_time = SystemClock::instance().now_ms();
+    resp.expires_at = resp.server_time + credential_life_ms_;
+    resp.lease_ttl_s = lease_ttl_s_;
+    return {200, dump(to_json(resp))};
+  }
+
+  FakeResponse on_register(const FakeRequest& req) {
+    Register r;
+    auto decoded = decode_json<RegisterRequest>(req.body);
+    if (!decoded.ok()) return {400, "{}"};
+    r.req = decoded.value();
+    if (auto it = req.headers.find("authorization"); it != req.headers.end()) r.auth = it->second;
+    if (r.req.bootstrap_token.empty()) {
+      if (!authorized(req)) return refuse(r);
+      return issue(r);
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (!bootstraps_.erase(r.req.bootstrap_token)) {  // one-time
+        registers_.push_back(r);
+        registers_.back().status = 401;
+        return unauthorized();
+      }
+    }
+    return issue(r);
+  }
+
+  FakeResponse refuse(Register r) {
+    std::lock_guard lock(mu_);
+    r.status = 401;
+    registers_.push_back(r);
+    return unauthorized();
+  }
+
+  FakeResponse on_sync(const FakeRequest& req) {
+    if (!authorized(req)) return unauthorized();
+    auto decoded = decode_json<SyncRequest>(req.body);
+    if (!decoded.ok()) return {400, "{}"};
+    Sync s;
+    s.req = decoded.value();
+    s.auth = req.headers.at("authorization");
+    // A long-poll in small: hold while there is nothing to say.
+    auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min<Millis>(s.req.wait_ms, hold_ms_));
+    while (std::chrono::steady_clock::now() < until && !has_starts_for(s.req) && !closing_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    SyncResponse resp;
+    resp.lease_ttl_s = lease_ttl_s_;
+    resp.server_time = SystemClock::instance().now_ms();
+    std::lock_guard lock(mu_);
+    // A long-poll the agent gave up on ends after newer syncs: ignore what it
+    // says (a real server must, too: seq orders the syncs of one instance).
+    for (const auto& prev : syncs_) {
+      if (prev.req.agent_instance == s.req.agent_instance && prev.req.seq >= s.req.seq) return {200, "{}"};
+    }
+    for (const auto& a : s.req.attempts) {
+      if (is_terminal(a.state) && ack_) resp.ack.push_back(a.attempt_id);
+    }
+    resp.start = pending_starts(s.req);
+    s.acked = resp.ack;
+    syncs_.push_back(std::move(s));
+    return {200, dump(to_json(resp))};
+  }
+
+  // Start orders the agent has not reported yet (resent until it does: a lost answer costs nothing).
+  std::vector<StartOrder> pending_starts(const SyncRequest& req) {
+    std::vector<StartOrder> out;
+    for (const auto& o : starts_) {
+      bool reported = std::any_of(req.attempts.begin(), req.attempts.end(),
+                                  [&](const AttemptReport& a) { return a.attempt_id == o.attempt_id; });
+      bool seen_before = std::any_of(syncs_.begin(), syncs_.end(), [&](const Sync& s) {
+        return std::any_of(s.req.attempts.begin(), s.req.attempts.end(),
+                           [&](const AttemptReport& a) { return a.attempt_id == o.attempt_id; });
+      });
+      if (!reported && !seen_before) out.push_back(o);
+    }
+    return out;
+  }
+  bool has_starts_for(const SyncRequest& req) {
+    std::lock_guard lock(mu_);
+    return !pending_starts(req).empty();
+  }
+
+  FakeResponse on_logs(const FakeRequest& req) {
+    if (!authorized(req)) return unauthorized();
+    auto decoded = decode_json<LogUpload>(req.body);
+    if (!decoded.ok()) return {400, R"({"error":{"code":"malformed_json","message":"bad body"}})"};
+    if (logs_status_ != 200) return {logs_status_, R"({"error":{"code":"stale_epoch","message":"stale epoch"}})"};
+    std::lock_guard lock(mu_);
+    logs_.push_back(decoded.value());
+    return {200, "{}"};
+  }
+
+  std::mutex mu_;
+  std::vector<StartOrder> starts_;
+  std::vector<Sync> syncs_;
+  std::vector<Register> registers_;
+  std::vector<LogUpload> logs_;
+  std::set<std::string> valid_;
+  std::set<std::string> bootstraps_{"cpb_first"};
+  int issued_ = 0;
+  std::atomic<std::int64_t> lease_ttl_s_{30};
+  std::atomic<Millis> credential_life_ms_{3'600'000};
+  std::atomic<Millis> hold_ms_{200};
+  std::atomic<int> logs_status_{200};
+  std::atomic<bool> ack_{true};
+  std::atomic<bool> closing_{false};
+  std::atomic<int> calls_{0};
+};
+
+StartOrder order_for(const std::string& task, std::vector<std::string> command) {
+  StartOrder o;
+  o.task_id = task;
+  o.attempt_number = 1;
+  o.attempt_id = task + ".1";
+  o.epoch = 7;
+  o.command = std::move(command);
+  o.placements = {ReplicaPlacement{0, "node-a", {}}};
+  o.grace_s = 5;
+  return o;
+}
+
+std::vector<std::string> sh(const std::string& script) { return {"sh", "-c", script}; }
+
+class AgentTest : public ::testing::Test {
+ protected:
+  AgentTest() : server_([this](const FakeRequest& r) { return cp_.handle(r); }) {}
+  ~AgentTest() override {
+    stop_agent();
+    cp_.close();
+    // Leave no process behind.
+    LocalExecutor ex(executor_config());
+    for (const auto& r : ex.poll()) {
+      if (!is_terminal(r.state)) ex.stop(r.attempt_id, "cancel", 0);
+    }
+    wait_until([&] {
+      auto rs = ex.poll();
+      return std::all_of(rs.begin(), rs.end(), [](const AttemptReport& r) { return is_terminal(r.state); });
+    });
+  }
+
+  LocalExecutorConfig executor_config() {
+    LocalExecutorConfig c;
+    c.data_dir = dir_.path();
+    c.nvml_library = "";
+    return c;
+  }
+  AgentConfig agent_config() {
+    AgentConfig c;
+    c.server_url = server_.url();
+    c.cluster_id = "local-1";
+    c.bootstrap_token = "cpb_first";
+    c.data_dir = dir_.path();
+    c.long_poll_ms = 2000;
+    c.busy_poll_ms = 200;
+    c.backoff_max_ms = 300;
+    c.seed = 42;
+    return c;
+  }
+  void start_agent(AgentConfig c) {
+    stop_agent();
+    auto ex = std::make_unique<LocalExecutor>(executor_config());
+    executor_ = ex.get();
+    agent_ = std::make_unique<Agent>(std::move(c), std::move(ex));
+    stop_ = false;
+    thread_ = std::thread([this] { status_ = agent_->run(stop_); });
+  }
+  void stop_agent() {
+    if (!thread_.joinable()) return;
+    stop_ = true;
+    auto asked = std::chrono::steady_clock::now();
+    thread_.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::milliseconds(1000)) << "slow to stop";
+    EXPECT_TRUE(status_.ok());
+    agent_.reset();
+    executor_ = nullptr;
+  }
+  std::string attempt_dir(const std::string& id) { return dir_.path() + "/attempts/" + id; }
+
+  TempDir dir_;
+  ScriptedControlPlane cp_;
+  FakeServer server_;
+  std::unique_ptr<Agent> agent_;
+  LocalExecutor* executor_ = nullptr;  // owned by agent_; thread-safe
+  std::atomic<bool> stop_{false};
+  Status status_;
+  std::thread thread_;
+};
+
+// The bootstrap token buys a credential that is persisted (0600): a restarted
+// agent syncs with it and needs no new token.
+TEST_F(AgentTest, RegistersAndPersistsTheCredential) {
+  start_agent(agent_config());
+  ASSERT_TRUE(wait_until([&] { return !cp_.syncs().empty(); }));
+  auto regs = cp_.registers();
+  ASSERT_EQ(regs.size(), 1u);
+  EXPECT_EQ(regs[0].req.cluster_id, "local-1");
+  EXPECT_EQ(regs[0].req.bootstrap_token, "cpb_first");
+  EXPECT_FALSE(regs[0].req.agent_instance.empty());
+  auto first = cp_.syncs()[0];
+  EXPECT_EQ(first.auth, "Bearer cred-1");
+  EXPECT_EQ(first.req.cluster_id, "local-1");
+  EXPECT_EQ(first.req.agent_instance, regs[0].req.agent_instance);
+  ASSERT_EQ(first.req.nodes.size(), 1u);
+  EXPECT_TRUE(first.req.engine.ok);
+  stop_agent();
+
+  const std::string path = dir_.path() + "/credential.json";
+  auto cred = decode_json<SavedCredential>(slurp(path));
+  ASSERT_TRUE(cred.ok());
+  EXPECT_EQ(cred->credential, "cred-1");
+  EXPECT_EQ(cred->cluster_id, "local-1");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  // The bootstrap token is spent; the persisted credential carries on.
+  auto before = cp_.syncs().size();
+  auto c = agent_config();
+  start_agent(c);
+  ASSERT_TRUE(wait_until([&] { return cp_.syncs().size() > before + 1; }));
+  EXPECT_EQ(cp_.registers().size(), 1u);
+  EXPECT_EQ(cp_.syncs().back().auth, "Bearer cred-1");
+  std::int64_t prev = 0;
+  for (const auto& s : cp_.syncs()) {
+    if (s.req.agent_instance != agent_->agent_instance()) continue;
+    EXPECT_GT(s.req.seq, prev) << "seq must increase";
+    prev = s.req.seq;
+  }
+  EXPECT_NE(agent_->agent_instance(), regs[0].req.agent_instance) << "a new process is a new instance";
+}
+
+// A start order runs; its end is reported, acked, then forgotten (no longer
+// reported, files gone); its logs arrive in order from offset 0.
+TEST_F(AgentTest, RunsAStartOrderAndReportsItsEnd) {
+  cp_.add_start(order_for("t-run", sh("echo hello; echo world >&2; exit 0")));
+  start_agent(agent_config());
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-run.1");
+    return r && r->state == AttemptState::Succeeded;
+  }));
+  auto r = *cp_.last_report("t-run.1");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.epoch, 7);
+  ASSERT_TRUE(wait_until([&] { return cp_.log_text("t-run.1") == "hello\nworld\n"; })) << cp_.log_text("t-run.1");
+  auto logs = cp_.logs();
+  EXPECT_EQ(logs.front().offset, 0);
+  EXPECT_EQ(logs.front().epoch, 7);
+  EXPECT_EQ(logs.front().stream, "combined");
+
+  // After the ack: gone from reports and from disk.
+  std::size_t acked_at = 0;
+  ASSERT_TRUE(wait_until([&] {
+    auto syncs = cp_.syncs();
+    for (std::size_t i = 0; i < syncs.size(); ++i) {
+      if (!syncs[i].acked.empty()) acked_at = i;
+    }
+    return acked_at > 0 && syncs.size() > acked_at + 1;
+  }));
+  auto last = cp_.syncs().back();
+  for (const auto& a : last.req.attempts) EXPECT_NE(a.attempt_id, "t-run.1");
+  EXPECT_TRUE(wait_until([&] { return !std::filesystem::exists(attempt_dir("t-run.1")); }));
+}
+
+// An exit is reported at once, even while the server holds a long-poll.
+TEST_F(AgentTest, ReportsAnExitWithoutWaitingForTheLongPoll) {
+  cp_.set_hold_ms(10000);
+  auto c = agent_config();
+  c.long_poll_ms = 10000;
+  c.busy_poll_ms = 10000;
+  cp_.add_start(order_for("t-quick", sh("while [ ! -f go ]; do sleep 0.01; done")));
+  start_agent(c);
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-quick.1");
+    return r && r->state == AttemptState::Running;
+  }));
+  // Let the agent settle into a held long-poll, then end the attempt.
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(attempt_dir("t-quick.1") + "/work"); }));
+  auto ended = std::chrono::steady_clock::now();
+  touch(attempt_dir("t-quick.1") + "/work/go");
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-quick.1");
+    return r && r->state == AttemptState::Succeeded;
+  }));
+  auto took = std::chrono::steady_clock::now() - ended;
+  EXPECT_LT(took, std::chrono::milliseconds(2000)) << "the long-poll was not cut short";
+}
+
+// With no sync for lease_ttl - margin, the agent stops its attempts itself
+// (the whole process group), and reports them Lost when the server is back.
+TEST_F(AgentTest, FencesItselfWhenTheServerGoesSilent) {
+  cp_.set_lease_ttl(2);
+  auto c = agent_config();
+  c.fence_margin_ms = 1000;
+  cp_.add_start(order_for("t-fence", sh("sleep 300 & echo $! > sleeper.pid; wait")));
+  start_agent(c);
+  int sleeper = 0;
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-fence.1");
+    sleeper = read_pid(attempt_dir("t-fence.1") + "/work/sleeper.pid");
+    return r && r->state == AttemptState::Running && sleeper > 0;
+  }));
+  // The agent keeps running happily while the server answers.
+  ASSERT_FALSE(process_gone(sleeper));
+
+  server_.set_blackhole(true);
+  auto silent_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until([&] { return process_gone(sleeper); })) << "not fenced";
+  auto took = std::chrono::steady_clock::now() - silent_at;
+  EXPECT_LT(took, std::chrono::milliseconds(2000)) << "fenced after the server's lease ran out";
+  EXPECT_TRUE(wait_until([&] { return executor_->poll().at(0).state == AttemptState::Lost; }));
+
+  server_.set_blackhole(false);
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-fence.1");
+    return r && r->state == AttemptState::Lost;
+  }));
+  EXPECT_NE(cp_.last_report("t-fence.1")->message.find("lost"), std::string::npos);
+}
+
+// A clean stop leaves attempts running; a restarted agent that cannot reach
+// the server still fences them on time (the lease is persisted).
+TEST_F(AgentTest, RestartedAgentAdoptsAndStillFences) {
+  cp_.set_lease_ttl(2);
+  auto c = agent_config();
+  c.fence_margin_ms = 1000;
+  cp_.add_start(order_for("t-restart", sh("sleep 300 & echo $! > sleeper.pid; wait")));
+  start_agent(c);
+  int sleeper = 0;
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-restart.1");
+    sleeper = read_pid(attempt_dir("t-restart.1") + "/work/sleeper.pid");
+    return r && r->state == AttemptState::Running && sleeper > 0;
+  }));
+  stop_agent();
+  EXPECT_FALSE(process_gone(sleeper)) << "a clean agent stop must leave attempts running";
+
+  server_.set_blackhole(true);
+  start_agent(c);
+  ASSERT_TRUE(wait_until([&] { return process_gone(sleeper); }, 5000)) << "adopted attempt not fenced";
+  server_.set_blackhole(false);
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-restart.1");
+    return r && r->state == AttemptState::Lost;
+  }));
+}
+
+// A credential with little life left is renewed with itself as the bearer.
+TEST_F(AgentTest, RenewsTheCredentialBeforeItExpires) {
+  cp_.set_credential_life_ms(1500);
+  start_agent(agent_config());
+  ASSERT_TRUE(wait_until([&] { return cp_.registers().size() >= 2; }));
+  auto regs = cp_.registers();
+  EXPECT_EQ(regs[1].req.bootstrap_token, "");
+  EXPECT_EQ(regs[1].auth, "Bearer cred-1");
+  EXPECT_EQ(regs[1].status, 200);
+  ASSERT_TRUE(wait_until([&] { return cp_.syncs().back().auth == "Bearer cred-2"; }));
+}
+
+// A refused credential is replaced through a new bootstrap token; a spent
+// token is not offered again.
+TEST_F(AgentTest, ReRegistersWithAFreshBootstrapTokenAfter401) {
+  SavedCredential old;
+  old.cluster_id = "local-1";
+  old.credential = "revoked";
+  old.used_bootstrap_sha256 = sha256_hex("cpb_first");
+  std::ofstream(dir_.path() + "/credential.json") << dump(to_json(old));
+
+  // Only the spent token: no register call, sync retried with backoff.
+  start_agent(agent_config());
+  ASSERT_TRUE(wait_until([&] { return cp_.calls() >= 3; }));
+  EXPECT_TRUE(cp_.syncs().empty());
+  stop_agent();
+  EXPECT_TRUE(cp_.registers().empty());
+
+  cp_.accept_bootstrap("cpb_second");
+  auto c = agent_config();
+  c.bootstrap_token = "cpb_second";
+  start_agent(c);
+  ASSERT_TRUE(wait_until([&] { return !cp_.syncs().empty(); }));
+  ASSERT_EQ(cp_.registers().size(), 1u);
+  EXPECT_EQ(cp_.registers()[0].req.bootstrap_token, "cpb_second");
+}
+
+// The server refusing an attempt's logs (409, stale epoch) ends shipping for it.
+TEST_F(AgentTest, StopsShippingLogsTheServerRefuses) {
+  cp_.set_logs_status(409);
+  cp_.add_start(order_for("t-stale", sh("echo something")));
+  start_agent(agent_config());
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-stale.1");
+    return r && r->state == AttemptState::Succeeded;
+  }));
+  // Acked and refused: nothing left to keep.
+  EXPECT_TRUE(wait_until([&] { return !std::filesystem::exists(attempt_dir("t-stale.1")); }));
+  EXPECT_TRUE(cp_.logs().empty());
+}
+
+// One round by hand: sync_once registers, syncs and applies the answer.
+TEST_F(AgentTest, SyncOnce) {
+  auto ex = std::make_unique<LocalExecutor>(executor_config());
+  auto* raw = ex.get();
+  Agent agent(agent_config(), std::move(ex));
+  cp_.add_start(order_for("t-once", {"true"}));
+  ASSERT_TRUE(agent.sync_once().ok());
+  EXPECT_EQ(cp_.registers().size(), 1u);
+  EXPECT_EQ(raw->poll().size(), 1u);
+  ASSERT_TRUE(wait_until([&] { return is_terminal(raw->poll().at(0).state); }));
+  ASSERT_TRUE(agent.sync_once().ok());  // reports Succeeded; acked
+  ASSERT_TRUE(agent.sync_once().ok());
+  EXPECT_TRUE(raw->poll().empty());
+
+  auto c = agent_config();
+  c.server_url = "http://127.0.0.1:1";
+  c.data_dir = dir_.path() + "/other";
+  auto other = executor_config();
+  other.data_dir = c.data_dir;
+  Agent no_server(c, std::make_unique<LocalExecutor>(other));
+  auto st = no_server.sync_once();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, "unreachable");
+}
+
+}  // namespace
+}  // namespace cp

@@ -1,0 +1,459 @@
+// The local executor against real processes. Every wait polls with a
+// deadline; commands that must outlive a step block on a file the test
+// creates ("go"), never on a timer.
+#include "agent/executors/local_executor.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "agent/executors/host_probe.h"
+#include "agent/executors/supervised_process.h"
+#include "test_util.h"
+
+namespace cp {
+namespace {
+
+using testing::process_gone;
+using testing::read_pid;
+using testing::slurp;
+using testing::TempDir;
+using testing::touch;
+using testing::wait_until;
+
+StartOrder order_for(const std::string& task, int number, std::vector<std::string> command) {
+  StartOrder o;
+  o.task_id = task;
+  o.attempt_number = number;
+  o.attempt_id = task + "." + std::to_string(number);
+  o.epoch = number;
+  o.command = std::move(command);
+  o.placements = {ReplicaPlacement{0, "node-a", {}}};
+  o.grace_s = 5;
+  return o;
+}
+
+std::vector<std::string> sh(const std::string& script) { return {"sh", "-c", script}; }
+
+std::optional<AttemptReport> report(LocalExecutor& ex, const std::string& id) {
+  for (auto& r : ex.poll()) {
+    if (r.attempt_id == id) return r;
+  }
+  return std::nullopt;
+}
+
+// Polls until the attempt is terminal and returns its report.
+AttemptReport wait_terminal(LocalExecutor& ex, const std::string& id, int timeout_ms = 15000) {
+  std::optional<AttemptReport> last;
+  wait_until(
+      [&] {
+        last = report(ex, id);
+        return last && is_terminal(last->state);
+      },
+      timeout_ms);
+  EXPECT_TRUE(last.has_value()) << id << " is unknown";
+  if (!last) return {};
+  EXPECT_TRUE(is_terminal(last->state)) << id << " still " << boost::describe::enum_to_string(last->state, "?");
+  return *last;
+}
+
+std::string all_logs(LocalExecutor& ex, const std::string& id, int replica = 0) {
+  std::string out;
+  for (const auto& p : ex.read_new_logs(1 << 20)) {
+    if (p.attempt_id == id && p.replica == replica) out += p.data;
+  }
+  return out;
+}
+
+class LocalExecutorTest : public ::testing::Test {
+ protected:
+  LocalExecutorConfig config() {
+    LocalExecutorConfig c;
+    c.data_dir = dir_.path();
+    c.nvml_library = "";
+    return c;
+  }
+  // Leaves no process behind, whatever a test did.
+  void TearDown() override {
+    LocalExecutor ex(config());
+    for (const auto& r : ex.poll()) {
+      if (!is_terminal(r.state)) ex.stop(r.attempt_id, "cancel", 0);
+    }
+    wait_until([&] {
+      auto rs = ex.poll();
+      return std::all_of(rs.begin(), rs.end(), [](const AttemptReport& r) { return is_terminal(r.state); });
+    });
+  }
+  std::string work(const std::string& attempt_id) { return dir_.path() + "/attempts/" + attempt_id + "/work"; }
+
+  TempDir dir_;
+};
+
+// A failing command ends Failed with its exit code, and its output is in the log.
+TEST_F(LocalExecutorTest, FailedCommandReportsExitCodeAndLog) {
+  LocalExecutor ex(config());
+  ASSERT_TRUE(ex.start(order_for("t-fail", 1, sh("echo hi; exit 3"))).ok());
+  auto r = wait_terminal(ex, "t-fail.1");
+  EXPECT_EQ(r.state, AttemptState::Failed);
+  ASSERT_TRUE(r.exit_code.has_value());
+  EXPECT_EQ(*r.exit_code, 3);
+  EXPECT_EQ(r.message, "exited with code 3");
+  EXPECT_EQ(r.epoch, 1);
+  EXPECT_GT(r.finished_at, 0);
+  auto pieces = ex.read_new_logs(1 << 20);
+  ASSERT_EQ(pieces.size(), 1u);
+  EXPECT_EQ(pieces[0].data, "hi\n");
+  EXPECT_EQ(pieces[0].offset, 0);
+  EXPECT_EQ(pieces[0].task_id, "t-fail");
+  EXPECT_TRUE(pieces[0].final);
+}
+
+// A zero exit of every replica is Succeeded with exit code 0.
+TEST_F(LocalExecutorTest, SuccessfulCommand) {
+  LocalExecutor ex(config());
+  ASSERT_TRUE(ex.start(order_for("t-ok", 1, {"true"})).ok());
+  auto r = wait_terminal(ex, "t-ok.1");
+  EXPECT_EQ(r.state, AttemptState::Succeeded);
+  EXPECT_EQ(r.exit_code, 0);
+}
+
+// A command killed by a signal reports 128+N and says which signal.
+TEST_F(LocalExecutorTest, KilledBySignalIsReportedAsShellDoes) {
+  LocalExecutor ex(config());
+  ASSERT_TRUE(ex.start(order_for("t-sig", 1, sh("kill -KILL $$"))).ok());
+  auto r = wait_terminal(ex, "t-sig.1");
+  EXPECT_EQ(r.state, AttemptState::Failed);
+  EXPECT_EQ(r.exit_code, 137);
+  EXPECT_EQ(r.message, "killed by signal 9");
+}
+
+// A command that cannot be found fails with 127 and says why in its log.
+TEST_F(LocalExecutorTest, MissingCommandFailsWith127) {
+  LocalExecutor ex(config());
+  ASSERT_TRUE(ex.start(order_for("t-missing", 1, {"cubeplane-no-such-command"})).ok());
+  auto r = wait_terminal(ex, "t-missing.1");
+  EXPECT_EQ(r.state, AttemptState::Failed);
+  EXPECT_EQ(r.exit_code, 127);
+  EXPECT_NE(all_logs(ex, "t-missing.1").find("cannot execute cubeplane-no-such-command"), std::string::npos);
+}
+
+// Ids that cannot be directory names are refused; a bad order becomes a Failed attempt.
+TEST_F(LocalExecutorTest, BadOrders) {
+  LocalExecutor ex(config());
+  auto bad = order_for("t-x", 1, {"true"});
+  bad.attempt_id = "../escape";
+  EXPECT_FALSE(ex.start(bad).ok());
+  auto empty = order_for("t-empty", 1, {});
+  ASSERT_TRUE(ex.start(empty).ok());
+  auto r = wait_terminal(ex, "t-empty.1");
+  EXPECT_EQ(r.state, AttemptState::Failed);
+  EXPECT_EQ(r.message, "empty command");
+}
+
+// Each replica sees the platform's variables; attempt 2 of a task resumes in the
+// same checkpoint directory and is told so.
+TEST_F(LocalExecutorTest, EnvironmentAndSharedCheckpointDir) {
+  LocalExecutor ex(config());
+  auto first =
+      order_for("t-env", 1, sh("env > \"$CUBEPLANE_CHECKPOINT_DIR/env.1\"; pwd > \"$CUBEPLANE_CHECKPOINT_DIR/pwd\""));
+  first.placements = {ReplicaPlacement{0, "node-a", {1, 3}}};
+  first.env = {{"FOO", "bar"}, {"CUDA_VISIBLE_DEVICES", "7"}};
+  ASSERT_TRUE(ex.start(first).ok());
+  EXPECT_EQ(wait_terminal(ex, "t-env.1").state, AttemptState::Succeeded);
+
+  auto second = order_for("t-env", 2,
+                          sh("test -f \"$CUBEPLANE_CHECKPOINT_DIR/env.1\" || exit 9; "
+                             "env > \"$CUBEPLANE_CHECKPOINT_DIR/env.2\""));
+  ASSERT_TRUE(ex.start(second).ok());
+  auto r2 = wait_terminal(ex, "t-env.2");
+  EXPECT_EQ(r2.state, AttemptState::Succeeded) << "attempt 2 did not see attempt 1's checkpoint dir";
+
+  const std::string ckpt = dir_.path() + "/checkpoints/t-env";
+  std::string env1 = slurp(ckpt + "/env.1");
+  for (const char* want : {"CUDA_VISIBLE_DEVICES=1,3\n", "FOO=bar\n", "CUBEPLANE_TASK_ID=t-env\n",
+                           "CUBEPLANE_ATTEMPT=1\n", "CUBEPLANE_ATTEMPT_ID=t-env.1\n", "CUBEPLANE_REPLICA=0\n",
+                           "CUBEPLANE_REPLICAS=1\n", "CUBEPLANE_NODE=node-a\n", "PATH="}) {
+    EXPECT_NE(env1.find(want), std::string::npos) << "missing " << want << " in\n" << env1;
+  }
+  EXPECT_NE(env1.find("CUBEPLANE_CHECKPOINT_DIR=" + ckpt + "\n"), std::string::npos) << env1;
+  EXPECT_EQ(env1.find("CUBEPLANE_RESUME"), std::string::npos);
+  EXPECT_EQ(env1.find("CUBEPLANE_RESTART_COUNT"), std::string::npos);
+  EXPECT_EQ(slurp(ckpt + "/pwd"), std::filesystem::canonical(work("t-env.1")).string() + "\n");
+
+  std::string env2 = slurp(ckpt + "/env.2");
+  for (const char* want : {"CUDA_VISIBLE_DEVICES=\n", "CUBEPLANE_ATTEMPT=2\n", "CUBEPLANE_RESUME=1\n",
+                           "CUBEPLANE_RESTART_COUNT=1\n", "CUBEPLANE_CHECKPOINT_DIR="}) {
+    EXPECT_NE(env2.find(want), std::string::npos) << "missing " << want << " in\n" << env2;
+  }
+}
+
+// stop() ends the whole process group: a child the command spawned dies too.
+TEST_F(LocalExecutorTest, StopKillsTheProcessGroup) {
+  LocalExecutor ex(config());
+  ASSERT_TRUE(ex.start(order_for("t-stop", 1, sh("sleep 300 & echo $! > child.pid; wait"))).ok());
+  int child = 0;
+  ASSERT_TRUE(wait_until([&] { return (child = read_pid(work("t-stop.1") + "/child.pid")) > 0; }));
+  ASSERT_FALSE(process_gone(child));
+  EXPECT_EQ(report(ex, "t-stop.1")->state, AttemptState::Running);
+
+  ex.stop("t-stop.1", "cancel", 10);
+  auto r = wait_terminal(ex, "t-stop.1");
+  EXPECT_EQ(r.state, AttemptState::Cancelled);
+  EXPECT_EQ(r.message, "cancelled");
+  EXPECT_TRUE(wait_until([&] { return process_gone(child); })) << "the command's child " << child << " survived";
+}
+
+// A command that ignores SIGTERM is SIGKILLed once the grace is over.
+TEST_F(LocalExecutorTest, SigtermIgnoredIsKilledAfterGrace) {
+  LocalExecutor ex(config());
+  ASSERT_TRUE(ex.start(order_for("t-stubborn", 1, sh("trap '' TERM; echo ready; while :; do sleep 0.05; done"))).ok());
+  ASSERT_TRUE(wait_until([&] { return slurp(dir_.path() + "/attempts/t-stubborn.1/r0.log") == "ready\n"; }));
+
+  auto stopped_at = std::chrono::steady_clock::now();
+  ex.stop("t-stubborn.1", "preempt", 1);
+  EXPECT_EQ(report(ex, "t-stubborn.1")->state, AttemptState::Stopping);
+  auto r = wait_terminal(ex, "t-stubborn.1");
+  auto took = std::chrono::steady_clock::now() - stopped_at;
+  EXPECT_EQ(r.state, AttemptState::Preempted);
+  EXPECT_EQ(r.exit_code, 137);
+  EXPECT_EQ(r.message, "preempted; grace expired, killed");
+  EXPECT_GE(took, std::chrono::milliseconds(900)) << "killed before the grace was over";
+}
+
+// start() of an attempt it already runs is a no-op: one process, not two.
+TEST_F(LocalExecutorTest, StartTwiceRunsOnce) {
+  LocalExecutor ex(config());
+  auto o = order_for("t-twice", 1,
+                     sh("echo started >> \"$CUBEPLANE_CHECKPOINT_DIR/count\"; "
+                        "while [ ! -f go ]; do sleep 0.02; done"));
+  ASSERT_TRUE(ex.start(o).ok());
+  auto groups = ex.process_groups("t-twice.1");
+  ASSERT_TRUE(ex.start(o).ok());
+  EXPECT_EQ(ex.process_groups("t-twice.1"), groups);
+  EXPECT_EQ(ex.poll().size(), 1u);
+  touch(work("t-twice.1") + "/go");
+  EXPECT_EQ(wait_terminal(ex, "t-twice.1").state, AttemptState::Succeeded);
+  ASSERT_TRUE(ex.start(o).ok());  // even after it ended
+  EXPECT_EQ(report(ex, "t-twice.1")->state, AttemptState::Succeeded);
+  EXPECT_EQ(slurp(dir_.path() + "/checkpoints/t-twice/count"), "started\n");
+}
+
+// A new executor on the same data dir adopts a running attempt (the agent
+// died, its processes did not) and reports its end; it does not rerun it.
+TEST_F(LocalExecutorTest, AdoptsRunningAttemptAfterRestart) {
+  auto o = order_for("t-adopt", 1, sh("while [ ! -f go ]; do sleep 0.02; done; echo done"));
+  std::vector<int> groups;
+  {
+    LocalExecutor first(config());
+    ASSERT_TRUE(first.start(o).ok());
+    groups = first.process_groups("t-adopt.1");
+  }  // "agent death": the object goes, the processes stay
+
+  LocalExecutor second(config());
+  EXPECT_EQ(second.process_groups("t-adopt.1"), groups);
+  EXPECT_EQ(report(second, "t-adopt.1")->state, AttemptState::Running);
+  ASSERT_TRUE(second.start(o).ok());  // the server resends the order: still one process
+  EXPECT_EQ(second.process_groups("t-adopt.1"), groups);
+
+  touch(work("t-adopt.1") + "/go");
+  auto r = wait_terminal(second, "t-adopt.1");
+  EXPECT_EQ(r.state, AttemptState::Succeeded);
+  EXPECT_EQ(all_logs(second, "t-adopt.1"), "done\n");
+}
+
+// An attempt that ended while no executor was around is found finished.
+TEST_F(LocalExecutorTest, FindsAttemptThatEndedWhileAway) {
+  auto o = order_for("t-away", 1, sh("while [ ! -f go ]; do sleep 0.02; done; exit 5"));
+  {
+    LocalExecutor first(config());
+    ASSERT_TRUE(first.start(o).ok());
+  }
+  touch(work("t-away.1") + "/go");
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(dir_.path() + "/attempts/t-away.1/r0.exit"); }));
+  LocalExecutor second(config());
+  auto r = wait_terminal(second, "t-away.1");
+  EXPECT_EQ(r.state, AttemptState::Failed);
+  EXPECT_EQ(r.exit_code, 5);
+}
+
+// A journaled replica whose supervisor is gone and left no exit file is
+// lost, and what is left of its process group is killed (no orphans).
+TEST_F(LocalExecutorTest, ReplicaGoneWithoutExitFileIsLost) {
+  auto o = order_for("t-lost", 1, sh("sleep 300 & echo $! > child.pid; wait"));
+  {
+    LocalExecutor first(config());
+    ASSERT_TRUE(first.start(o).ok());
+  }
+  int child = 0;
+  ASSERT_TRUE(wait_until([&] { return (child = read_pid(work("t-lost.1") + "/child.pid")) > 0; }));
+  auto journal = decode_json<LocalExecutor::AttemptRecord>(slurp(dir_.path() + "/attempts/t-lost.1/journal.json"));
+  ASSERT_TRUE(journal.ok());
+  ASSERT_EQ(journal->replicas.size(), 1u);
+  const int shim = journal->replicas[0].shim_pid;
+  const int leader = journal->replicas[0].pgid;
+  ASSERT_GT(shim, 0);
+  ASSERT_EQ(::kill(shim, SIGKILL), 0);  // the supervisor dies; the leader follows (PR_SET_PDEATHSIG)
+  ASSERT_TRUE(wait_until([&] { return process_gone(shim) && process_gone(leader); }));
+  ASSERT_FALSE(process_gone(child)) << "the leader's child is expected to outlive it";
+
+  LocalExecutor second(config());
+  auto r = wait_terminal(second, "t-lost.1");
+  EXPECT_EQ(r.state, AttemptState::Failed);
+  EXPECT_FALSE(r.exit_code.has_value());
+  EXPECT_EQ(r.message, "lost: agent restarted and the process is gone");
+  EXPECT_TRUE(wait_until([&] { return process_gone(child); })) << "orphan " << child << " left running";
+}
+
+// Gang semantics: when one replica fails, its siblings are stopped and the
+// attempt reports the first failure.
+TEST_F(LocalExecutorTest, GangFailureStopsSiblings) {
+  LocalExecutor ex(config());
+  auto o = order_for("t-gang", 1,
+                     sh("if [ \"$CUBEPLANE_REPLICA\" = 1 ]; then "
+                        "  while [ ! -f sleeper.0 ]; do sleep 0.02; done; exit 4; "
+                        "fi; "
+                        "sleep 300 & echo $! > sleeper.$CUBEPLANE_REPLICA; wait"));
+  o.placements = {ReplicaPlacement{0, "node-a", {0}}, ReplicaPlacement{1, "node-b", {0}}};
+  ASSERT_TRUE(ex.start(o).ok());
+  auto r = wait_terminal(ex, "t-gang.1");
+  EXPECT_EQ(r.state, AttemptState::Failed);
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_EQ(r.message, "replica 1: exited with code 4");
+  int sleeper = read_pid(work("t-gang.1") + "/sleeper.0");
+  ASSERT_GT(sleeper, 0);
+  EXPECT_TRUE(wait_until([&] { return process_gone(sleeper); })) << "replica 0's sleep survived";
+}
+
+// Logs are read from the last shipped offset; an acked attempt stays until
+// its logs are shipped, then its directory goes and a late start is ignored.
+TEST_F(LocalExecutorTest, LogOffsetsAndForget) {
+  LocalExecutor ex(config());
+  auto o = order_for("t-logs", 1, sh("printf 'one\\n'; while [ ! -f go ]; do sleep 0.02; done; printf 'two\\n'"));
+  ASSERT_TRUE(ex.start(o).ok());
+  std::vector<LogPiece> pieces;
+  ASSERT_TRUE(wait_until([&] { return !(pieces = ex.read_new_logs(1 << 20)).empty(); }));
+  ASSERT_EQ(pieces.size(), 1u);
+  EXPECT_EQ(pieces[0].data, "one\n");
+  EXPECT_FALSE(pieces[0].final);
+  EXPECT_EQ(ex.read_new_logs(1 << 20).size(), 1u) << "not confirmed yet: read again from offset 0";
+  ex.logs_shipped("t-logs.1", 0, 4);
+  EXPECT_TRUE(ex.read_new_logs(1 << 20).empty());
+
+  ex.forget("t-logs.1");  // not terminal: ignored
+  EXPECT_EQ(ex.poll().size(), 1u);
+
+  touch(work("t-logs.1") + "/go");
+  EXPECT_EQ(wait_terminal(ex, "t-logs.1").state, AttemptState::Succeeded);
+  ex.forget("t-logs.1");
+  EXPECT_TRUE(ex.poll().empty());
+  pieces = ex.read_new_logs(1 << 20);
+  ASSERT_EQ(pieces.size(), 1u);
+  EXPECT_EQ(pieces[0].offset, 4);
+  EXPECT_EQ(pieces[0].data, "two\n");
+  EXPECT_TRUE(pieces[0].final);
+  EXPECT_TRUE(std::filesystem::exists(ex.attempt_dir("t-logs.1")));
+  ex.logs_shipped("t-logs.1", 0, 8);
+  EXPECT_FALSE(std::filesystem::exists(ex.attempt_dir("t-logs.1")));
+  ASSERT_TRUE(ex.start(o).ok());
+  EXPECT_TRUE(ex.poll().empty()) << "a forgotten attempt was started again";
+}
+
+// Read sizes are bounded by the chunk size and the caller's budget.
+TEST_F(LocalExecutorTest, LogChunksAreBounded) {
+  auto c = config();
+  c.log_chunk_bytes = 1000;
+  LocalExecutor ex(c);
+  ASSERT_TRUE(ex.start(order_for("t-big", 1, sh("head -c 5000 /dev/zero | tr '\\0' x"))).ok());
+  wait_terminal(ex, "t-big.1");
+  auto pieces = ex.read_new_logs(1 << 20);
+  ASSERT_EQ(pieces.size(), 1u);
+  EXPECT_EQ(pieces[0].data.size(), 1000u);
+  EXPECT_FALSE(pieces[0].final);
+  EXPECT_EQ(ex.read_new_logs(300)[0].data.size(), 300u);
+  ex.logs_shipped("t-big.1", 0, 4500);
+  pieces = ex.read_new_logs(1 << 20);
+  ASSERT_EQ(pieces.size(), 1u);
+  EXPECT_EQ(pieces[0].data.size(), 500u);
+  EXPECT_TRUE(pieces[0].final);
+}
+
+// Declared nodes: the demo fleet of two 4-GPU nodes on one machine.
+TEST_F(LocalExecutorTest, InventoryOfDeclaredNodes) {
+  auto c = config();
+  for (const char* name : {"gpu-node-1", "gpu-node-2"}) {
+    DeclaredNode n;
+    n.name = name;
+    n.labels = {{"pool", "demo"}};
+    n.cpu_milli = 16000;
+    n.memory_bytes = std::int64_t{64} << 30;
+    n.gpus = {"nvidia-a100-80gb", 4, std::int64_t{80} << 30};
+    c.nodes.push_back(n);
+  }
+  LocalExecutor ex(c);
+  auto nodes = ex.inventory();
+  ASSERT_EQ(nodes.size(), 2u);
+  const auto& n = nodes[1];
+  EXPECT_EQ(n.name, "gpu-node-2");
+  EXPECT_EQ(n.capacity.get("gpu/nvidia-a100-80gb"), 4);
+  EXPECT_EQ(n.capacity.cpu_milli(), 16000);
+  EXPECT_EQ(n.capacity.memory_bytes(), std::int64_t{64} << 30);
+  EXPECT_EQ(n.allocatable, n.capacity);
+  EXPECT_EQ(n.labels.at("gpu-type"), "nvidia-a100-80gb");
+  EXPECT_EQ(n.labels.at("pool"), "demo");
+  ASSERT_EQ(n.gpus.size(), 4u);
+  EXPECT_EQ(n.gpus[3].index, 3);
+  EXPECT_EQ(n.gpus[3].uuid, "declared-gpu-node-2-3");
+  EXPECT_EQ(n.gpus[3].model, "nvidia-a100-80gb");
+  EXPECT_EQ(n.facts.runtime, "process");
+}
+
+// Undeclared: this machine as one node, named after the host.
+TEST_F(LocalExecutorTest, InventoryOfThisMachine) {
+  LocalExecutor ex(config());
+  auto nodes = ex.inventory();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].name, host_name());
+  EXPECT_GE(nodes[0].capacity.cpu_milli(), 1000);
+  EXPECT_GT(nodes[0].capacity.memory_bytes(), 0);
+  EXPECT_TRUE(nodes[0].gpus.empty());
+  EXPECT_EQ(nodes[0].facts.runtime, "process");
+  EXPECT_EQ(nodes[0].facts.kernel.rfind("Linux ", 0), 0u) << nodes[0].facts.kernel;
+  EXPECT_TRUE(ex.engine().ok);
+}
+
+TEST(HostProbe, GpuTypeFromName) {
+  EXPECT_EQ(gpu_type_from_name("NVIDIA A100-SXM4-80GB"), "nvidia-a100-sxm4-80gb");
+  EXPECT_EQ(gpu_type_from_name("NVIDIA H200"), "nvidia-h200");
+  EXPECT_EQ(gpu_type_from_name("  Tesla V100  "), "tesla-v100");
+  EXPECT_EQ(gpu_type_from_name(""), "unknown");
+}
+
+TEST(HostProbe, MissingNvmlIsNormal) {
+  Nvml nvml("libcubeplane-no-such-nvml.so.1");
+  EXPECT_FALSE(nvml.available());
+  EXPECT_EQ(nvml.problem(), "not installed");
+  EXPECT_TRUE(nvml.devices().empty());
+}
+
+TEST(SupervisedProcess, ExitRecords) {
+  EXPECT_EQ(parse_exit_record("exit 3\n")->exit_code(), 3);
+  EXPECT_EQ(parse_exit_record("signal 9")->exit_code(), 137);
+  EXPECT_TRUE(parse_exit_record("signal 15")->signaled);
+  EXPECT_FALSE(parse_exit_record("exit").has_value());
+  EXPECT_FALSE(parse_exit_record("exit -1").has_value());
+  EXPECT_FALSE(parse_exit_record("quit 1").has_value());
+  EXPECT_EQ(parse_exit_record("exit 0")->text(), "exit 0");
+}
+
+TEST(SupervisedProcess, ProcStatOfSelf) {
+  auto st = read_proc_stat(static_cast<int>(::getpid()));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_GT(st->start_ticks, 0);
+  EXPECT_TRUE(supervised_alive(static_cast<int>(::getpid()), st->start_ticks));
+  EXPECT_FALSE(supervised_alive(static_cast<int>(::getpid()), st->start_ticks + 1)) << "pid reuse not detected";
+}
+
+}  // namespace
+}  // namespace cp
