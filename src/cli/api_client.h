@@ -1,0 +1,96 @@
+// The REST calls of the CLI (docs/rest-shapes.md) over common/http_client.h.
+// Every answer is a Result: a 2xx body as JSON, anything else as the Error
+// the server described in {"error": {code, message, details}} (its message
+// already in the language of Accept-Language), or "unreachable".
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/http_client.h"
+#include "common/json.h"
+#include "common/result.h"
+
+namespace cp::cli {
+
+// Query parameters in order; pairs with an empty value are left out.
+using Query = std::vector<std::pair<std::string, std::string>>;
+
+struct ApiClientOptions {
+  std::string server;  // "http://127.0.0.1:8080"
+  std::string token;   // sent as "Authorization: Bearer ..." when not empty
+  std::string accept_language = "en";
+  long timeout_ms = 30000;
+};
+
+// The Error for a refused request: the server's own error object when the
+// body holds one, else "http_<status>" quoting the start of the body. The
+// server's message is used for both languages: it was localized already.
+Error error_from_response(long status, std::string_view body);
+
+class ApiClient {
+ public:
+  explicit ApiClient(ApiClientOptions opts);
+
+  Result<json::value> get(std::string_view path, const Query& query = {});
+  Result<json::value> post(std::string_view path, const json::value& body);
+  // A body that is not JSON, e.g. a pipeline as YAML ("application/yaml").
+  Result<json::value> post_text(std::string_view path, std::string_view body, const std::string& content_type);
+  Result<json::value> put(std::string_view path, const json::value& body);
+  Result<json::value> patch(std::string_view path, const json::value& body);
+  Result<json::value> del(std::string_view path);
+
+  // Every item of a list, following next_cursor until it is "".
+  Result<json::array> list_all(std::string_view path, Query query);
+
+  // A body that is text, e.g. CSV with accept "text/csv" or logs.
+  Result<std::string> get_text(std::string_view path, const Query& query, const std::string& accept);
+
+  // Streams a text body to `sink` as it arrives (logs -f), with no overall
+  // timeout. A refused request ends as its Error and nothing of the error
+  // body reaches the sink.
+  Status stream(std::string_view path, const Query& query, const std::function<bool(std::string_view)>& sink);
+
+  std::string url(std::string_view path, const Query& query = {}) const;
+  const ApiClientOptions& options() const { return opts_; }
+
+ private:
+  Result<HttpResponse> send(const std::string& method, std::string_view path, const Query& query,
+                            std::string_view body, const std::string& content_type, const std::string& accept);
+  Result<json::value> send_json(const std::string& method, std::string_view path, const Query& query,
+                                std::string_view body, const std::string& content_type);
+  HttpRequestOptions request_options(const std::string& accept) const;
+
+  ApiClientOptions opts_;
+  HttpClient http_;
+};
+
+// Holds back the start of a streamed body while it may still be the JSON
+// error object of a refusal, because HttpClient tells the status only after
+// the body ended. Text that cannot be one JSON value (the usual log line) is
+// passed on at once; a first line that is JSON waits for the next bytes.
+//
+//   feed("{\"error\":{...}}")  -> held      finish(404) -> the server's Error
+//   feed("epoch 1 loss 0.3\n") -> to sink   finish(200) -> ok
+class StreamGate {
+ public:
+  explicit StreamGate(std::function<bool(std::string_view)> sink) : sink_(std::move(sink)) {}
+  // Returns false when the sink asked to stop.
+  bool feed(std::string_view chunk);
+  // After the body ended: the error for a refusal, else flushes what was held.
+  Status finish(long status);
+
+  static constexpr std::size_t kMaxHeld = 64 * 1024;
+
+ private:
+  bool pass_held();
+
+  std::function<bool(std::string_view)> sink_;
+  std::string held_;
+  bool passing_ = false;
+};
+
+}  // namespace cp::cli

@@ -1,0 +1,112 @@
+// usage, events, version
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/views.h"
+
+namespace cp::cli {
+namespace {
+
+constexpr std::string_view kGroupKeys[] = {"project_group", "resource_group", "cluster", "gpu_type"};
+
+struct UsageOptions {
+  std::string from, to, by;
+  bool csv = false;
+};
+
+// "project_group, cluster" -> "project_group,cluster"; "" when a key is unknown.
+std::string normalize_group_by(const std::string& by, std::string& unknown) {
+  std::string out;
+  std::stringstream in(by);
+  std::string key;
+  while (std::getline(in, key, ',')) {
+    key.erase(0, key.find_first_not_of(' '));
+    key.erase(key.find_last_not_of(' ') + 1);
+    if (key.empty()) continue;
+    if (std::find(std::begin(kGroupKeys), std::end(kGroupKeys), key) == std::end(kGroupKeys)) {
+      unknown = key;
+      return "";
+    }
+    out += (out.empty() ? "" : ",") + key;
+  }
+  return out;
+}
+
+void add_usage(CLI::App& app, ClientContext& ctx) {
+  auto* sub = app.add_subcommand("usage", "Resource usage (GPU, CPU and memory hours), grouped");
+  auto o = std::make_shared<UsageOptions>();
+  sub->add_option("--from", o->from, "Start: a date (2026-01-01), an RFC 3339 time or ms since the epoch");
+  sub->add_option("--to", o->to, "End (exclusive), in the same forms");
+  sub->add_option("--by", o->by, "Group by, comma separated: project_group,resource_group,cluster,gpu_type");
+  sub->add_flag("--csv", o->csv, "Print CSV as the server writes it");
+  on_run(sub, ctx, [&ctx, o] {
+    for (const auto* arg : {&o->from, &o->to}) {
+      if (!arg->empty() && !is_valid_time_arg(*arg)) {
+        return usage_error(ctx, "\"" + *arg + "\" is not a date (2026-01-31), an RFC 3339 time or ms since the epoch",
+                           "\"" + *arg + "\" 不是日期（2026-01-31）、RFC 3339 时间或毫秒时间戳");
+      }
+    }
+    std::string unknown;
+    std::string by = normalize_group_by(o->by, unknown);
+    if (!unknown.empty()) {
+      return usage_error(ctx, "--by: unknown key \"" + unknown + "\" (project_group, resource_group, cluster, gpu_type)",
+                         "--by：未知的分组键 \"" + unknown + "\"（project_group、resource_group、cluster、gpu_type）");
+    }
+    Query q{{"from", o->from}, {"to", o->to}, {"group_by", by}};
+    auto api = connect(ctx);
+    if (!api) return fail(ctx, api.error());
+    if (o->csv) {
+      auto csv = (*api)->get_text("/api/v1/usage", q, "text/csv");
+      if (!csv) return fail(ctx, csv.error());
+      *ctx.out << *csv;
+      if (!csv->empty() && csv->back() != '\n') *ctx.out << "\n";
+      return kExitOk;
+    }
+    auto usage = (*api)->get("/api/v1/usage", q);
+    if (!usage) return fail(ctx, usage.error());
+    return print(ctx, *usage, [](const json::value& v) {
+      const json::value* items = member(v, "items");
+      return usage_table(items != nullptr && items->is_array() ? items->get_array() : json::array{});
+    });
+  });
+}
+
+struct EventsOptions {
+  std::string kind, id;
+  int limit = 0;
+  bool all = false;
+};
+
+void add_events(CLI::App& app, ClientContext& ctx) {
+  auto* sub = app.add_subcommand("events", "The history of state changes (one page unless --all)");
+  auto o = std::make_shared<EventsOptions>();
+  sub->add_option("--object-kind", o->kind, "Only events of this kind of object (task, cluster, node, ...)");
+  sub->add_option("--object-id", o->id, "Only events of this object");
+  sub->add_option("--limit", o->limit, "Events per page (server default when 0)")->check(CLI::Range(0, 10000));
+  sub->add_flag("--all", o->all, "Follow next_cursor and list every page");
+  on_run(sub, ctx, [&ctx, o] {
+    Query q{{"object_kind", o->kind}, {"object_id", o->id}, {"limit", o->limit > 0 ? std::to_string(o->limit) : ""}};
+    return print_list(ctx, "/api/v1/events", std::move(q), o->all,
+                      [](const json::array& items) { return events_table(items); });
+  });
+}
+
+void add_version(CLI::App& app, ClientContext& ctx) {
+  auto* sub = app.add_subcommand("version", "Print the client version");
+  on_run(sub, ctx, [&ctx] {
+    json::value v = json::object{{"client", std::string(kClientVersion)}};
+    return print(ctx, v, [](const json::value&) { return "cubeplane " + std::string(kClientVersion) + "\n"; });
+  });
+}
+
+}  // namespace
+
+void register_report_commands(CLI::App& app, ClientContext& ctx) {
+  add_usage(app, ctx);
+  add_events(app, ctx);
+  add_version(app, ctx);
+}
+
+}  // namespace cp::cli
