@@ -68,7 +68,19 @@ inline constexpr std::string_view kReasonClusterOffline = "cluster_offline";
 inline constexpr std::string_view kReasonNoCluster = "no_cluster";
 inline constexpr std::string_view kReasonDependencies = "waiting_for_dependencies";
 inline constexpr std::string_view kReasonUnknownGroup = "unknown_resource_group";
+// The task's own request is unusable (replicas out of range, negative amounts,
+// two GPU types); validation at submit should make this unreachable.
+inline constexpr std::string_view kReasonInvalidRequest = "invalid_request";
 
+// A step's GPU count without a type: any GPU node will do, and the plan names
+// the concrete type placed on (Placement::per_replica).
+inline constexpr std::string_view kGpuAny = "gpu/any";
+
+class QueueOrder;  // queue_order.h
+
+// One scheduling cycle with the default order (priority, submit time, id).
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now);
+// The same with the order within each resource group supplied (fair share).
+Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now, const QueueOrder& order);
 
 }  // namespace cp::sched

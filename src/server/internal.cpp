@@ -69,13 +69,6 @@ Status cancel_dependents(Tx& tx, const Task& failed, Millis now, const std::stri
   return {};
 }
 
-std::optional<std::int64_t> quota_limit(const ResourceGroup& rg, const std::string& resource) {
-  auto it = rg.quota.find(resource);
-  if (it != rg.quota.end()) return it->second.guaranteed;
-  if (resource.starts_with(kGpuPrefix)) return 0;
-  return std::nullopt;
-}
-
 Resources attempt_total(const Attempt& a) {
   return a.resources.times(static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size())));
 }

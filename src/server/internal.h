@@ -21,11 +21,6 @@ Status transition(Tx& tx, Task& task, TaskState to, Millis now, const std::strin
 // Cancels every live task of the pipeline that (transitively) depends on `failed`.
 Status cancel_dependents(Tx& tx, const Task& failed, Millis now, const std::string& actor);
 
-// Quota arithmetic that the scheduler and the plan re-check share: the
-// amount of `resource` a group may hold. GPU types absent from the quota are
-// 0; cpu, memory and other resources absent from it are unlimited (nullopt).
-std::optional<std::int64_t> quota_limit(const ResourceGroup& rg, const std::string& resource);
-
 // Resources held by an attempt (per replica x replicas).
 Resources attempt_total(const Attempt& a);
 

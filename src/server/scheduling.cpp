@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "sched/admission.h"
 #include "sched/scheduler.h"
 #include "server/control_plane.h"
 #include "server/internal.h"
@@ -109,7 +110,7 @@ Result<std::optional<std::string>> recheck(Tx& tx, const Task& t, const sched::P
   }
   Resources asked = pl.per_replica.times(static_cast<std::int64_t>(pl.placements.size()));
   for (const auto& [res, amount] : asked.amounts()) {
-    auto limit = internal::quota_limit(*rg, res);
+    auto limit = sched::quota_limit(*rg, res);  // the rule decide() applied
     if (limit && used.get(res) + amount > *limit) {
       return std::optional<std::string>("quota for " + res + " changed since the snapshot");
     }

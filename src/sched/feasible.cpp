@@ -1,0 +1,135 @@
+#include "sched/feasible.h"
+
+#include <algorithm>
+
+#include "sched/reasons.h"
+
+namespace cp::sched {
+namespace {
+
+bool labels_match(const Labels& selector, const Labels& labels) {
+  for (const auto& [k, v] : selector) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+bool accepts_work(ClusterState s) { return s == ClusterState::online || s == ClusterState::degraded; }
+
+}  // namespace
+
+ClusterFeasibility feasible_clusters(const CycleState& state, const ResourceGroup& group, const Task& task) {
+  ClusterFeasibility out;
+  std::vector<std::string> ids = group.clusters;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+
+  if (!task.cluster.empty() && !std::binary_search(ids.begin(), ids.end(), task.cluster)) {
+    out.none = reasons::pinned_outside_group(task.cluster, group.name, ids);
+    return out;
+  }
+  ClusterCounts counts;
+  counts.total = static_cast<std::int64_t>(ids.size());
+  for (const auto& id : ids) {
+    if (!task.cluster.empty() && id != task.cluster) {
+      ++counts.not_pinned;
+      continue;
+    }
+    const Cluster* c = state.cluster(id);
+    // A cluster the group names but that never registered has no labels yet;
+    // it is reported as offline rather than as a selector mismatch.
+    if (c != nullptr && !labels_match(task.cluster_selector, c->labels)) {
+      ++counts.selector_mismatch;
+      continue;
+    }
+    if (c == nullptr || !accepts_work(c->state)) {
+      ++counts.offline;
+      out.offline.push_back(reasons::cluster_offline(id, c));
+      continue;
+    }
+    out.usable.push_back(id);
+  }
+  if (out.usable.empty() && out.offline.empty()) {
+    out.none = reasons::no_cluster(group.name, task.cluster, task.cluster_selector, counts);
+  }
+  return out;
+}
+
+std::string_view misfit_key(NodeMisfit m) {
+  switch (m) {
+    case NodeMisfit::kNotReady: return "not_ready";
+    case NodeMisfit::kMaintenance: return "maintenance";
+    case NodeMisfit::kSelectorMismatch: return "selector_mismatch";
+    case NodeMisfit::kGpuTypeMismatch: return "gpu_type_mismatch";
+    case NodeMisfit::kInsufficientCpu: return "insufficient_cpu";
+    case NodeMisfit::kInsufficientMemory: return "insufficient_memory";
+    case NodeMisfit::kInsufficientGpu: return "insufficient_gpu";
+    case NodeMisfit::kInsufficientOther: return "insufficient_other";
+  }
+  return "unknown";
+}
+
+Wide free_gpus(const NodeView& node, const NodeLoad& load) {
+  Wide by_count = static_cast<Wide>(node.gpu_capacity) - load.used.gpus();
+  Wide by_index = 0;
+  for (int i : node.gpu_indices) {
+    if (!load.gpus_taken.contains(i)) ++by_index;
+  }
+  return std::min(by_count, by_index);
+}
+
+std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, std::int64_t n) {
+  std::vector<int> out;
+  for (int i : node.gpu_indices) {
+    if (static_cast<std::int64_t>(out.size()) >= n) break;
+    if (!load.gpus_taken.contains(i)) out.push_back(i);
+  }
+  return out;
+}
+
+std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load, const ResourceGroup& group,
+                                      const Request& request) {
+  if (!node.node->ready) return NodeMisfit::kNotReady;
+  if (node.maintenance) return NodeMisfit::kMaintenance;
+  if (!labels_match(group.node_selector, node.labels)) return NodeMisfit::kSelectorMismatch;
+  if (request.wants_gpus()) {
+    bool type_ok = request.any_gpu() ? node.has_gpus() : node.offers_gpu_type(request.gpu_type);
+    if (!type_ok) return NodeMisfit::kGpuTypeMismatch;
+  }
+
+  const Resources& alloc = node.node->allocatable;
+  auto lacks = [&](std::string_view name, std::int64_t asked) {
+    return static_cast<Wide>(alloc.get(name)) - load.used.get(name) < asked;
+  };
+  const std::int64_t cpu = request.per_replica.get(kCpu);
+  const std::int64_t memory = request.per_replica.get(kMemory);
+  if (cpu > 0 && lacks(kCpu, cpu)) return NodeMisfit::kInsufficientCpu;
+  if (memory > 0 && lacks(kMemory, memory)) return NodeMisfit::kInsufficientMemory;
+  if (request.wants_gpus() && free_gpus(node, load) < request.gpus) return NodeMisfit::kInsufficientGpu;
+  for (const auto& [name, amount] : request.per_replica.amounts()) {
+    if (name == kCpu || name == kMemory || name.starts_with(kGpuPrefix)) continue;
+    if (amount > 0 && lacks(name, amount)) return NodeMisfit::kInsufficientOther;
+  }
+  return std::nullopt;
+}
+
+NodeFeasibility feasible_nodes(const CycleState& state, const std::vector<std::string>& clusters,
+                               const ResourceGroup& group, const Request& request) {
+  NodeFeasibility out;
+  for (const auto& c : clusters) {
+    for (std::size_t i : state.nodes_of(c)) {
+      ++out.counts.total;
+      auto misfit = node_misfit(state.nodes()[i], state.load(i), group, request);
+      if (misfit) {
+        ++out.counts[*misfit];
+        continue;
+      }
+      ++out.counts.fit;
+      out.fit.push_back(i);
+    }
+  }
+  return out;
+}
+
+}  // namespace cp::sched

@@ -1,0 +1,89 @@
+// Stage 3, feasibility: which clusters, then which nodes, could take one
+// replica of the task. Each filter that rejects something records why, so a
+// task left pending can say what stood in its way, counted per cause
+// (Nomad's feasible.go).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sched/cycle_state.h"
+#include "sched/request.h"
+
+namespace cp::sched {
+
+// ------------------------------------------------------------- clusters
+
+// Clusters of the group, each counted once under the filter that dropped it.
+struct ClusterCounts {
+  std::int64_t total = 0;
+  std::int64_t not_pinned = 0;
+  std::int64_t selector_mismatch = 0;
+  std::int64_t offline = 0;
+};
+
+struct ClusterFeasibility {
+  std::vector<std::string> usable;  // ascending id
+  // One kReasonClusterOffline per cluster the task could otherwise use that
+  // is offline, draining, or has never registered.
+  std::vector<PendingReason> offline;
+  // When nothing is usable and no cluster is offline: why (kReasonNoCluster).
+  std::optional<PendingReason> none;
+};
+
+// Filters, in this order: in the group, the pinned cluster, the cluster
+// selector, then state. The task's own constraints come before state so that
+// a task is never told about an outage of a cluster it would not use anyway.
+ClusterFeasibility feasible_clusters(const CycleState& state, const ResourceGroup& group, const Task& task);
+
+// ---------------------------------------------------------------- nodes
+
+// Why a node cannot take a replica. The order is the order of the filters:
+// properties of the node first (they do not change within a cycle), then free
+// capacity (it shrinks as tasks are placed).
+enum class NodeMisfit {
+  kNotReady,
+  kMaintenance,
+  kSelectorMismatch,
+  kGpuTypeMismatch,
+  kInsufficientCpu,
+  kInsufficientMemory,
+  kInsufficientGpu,
+  kInsufficientOther,
+};
+inline constexpr std::size_t kNodeMisfitCount = 8;
+// The key in PendingReason::details: "not_ready", "insufficient_gpu", ...
+std::string_view misfit_key(NodeMisfit m);
+
+// Free GPUs: fewer of the count (gpu_capacity minus GPUs in use) and of the
+// device indices nobody holds.
+Wide free_gpus(const NodeView& node, const NodeLoad& load);
+// The `n` lowest device indices nobody holds; fewer if there are not enough.
+std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, std::int64_t n);
+
+// The first filter the node fails for one replica, given its load; nullopt
+// when it fits.
+std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load, const ResourceGroup& group,
+                                      const Request& request);
+
+struct NodeCounts {
+  std::int64_t total = 0;
+  std::array<std::int64_t, kNodeMisfitCount> misfits{};  // by NodeMisfit
+  std::int64_t fit = 0;
+  std::int64_t& operator[](NodeMisfit m) { return misfits[static_cast<std::size_t>(m)]; }
+  std::int64_t operator[](NodeMisfit m) const { return misfits[static_cast<std::size_t>(m)]; }
+};
+
+struct NodeFeasibility {
+  std::vector<std::size_t> fit;  // node indices, ascending (cluster id, name)
+  NodeCounts counts;             // every node counted once, under its first failing filter
+};
+
+NodeFeasibility feasible_nodes(const CycleState& state, const std::vector<std::string>& clusters,
+                               const ResourceGroup& group, const Request& request);
+
+}  // namespace cp::sched

@@ -1,0 +1,39 @@
+// Stage 1, order: which queued task is tried first. Kept behind a small
+// interface so that fair share (dominant resource share between users and
+// project groups, DESIGN.md "Scheduler") can replace the order inside a
+// resource group without touching the rest of the cycle (Mesos's sorter).
+#pragma once
+
+#include <vector>
+
+#include "sched/scheduler.h"
+
+namespace cp::sched {
+
+class QueueOrder {
+ public:
+  virtual ~QueueOrder() = default;
+  // Reorders the tasks of ONE resource group, best first. Must be a strict,
+  // total order on distinct task ids so that the cycle is deterministic.
+  virtual void sort_group(std::vector<const QueuedTask*>& tasks) const = 0;
+};
+
+// v1: priority (higher first), then time in the queue (earlier first), then
+// creation time, then id: a total order, whatever the input order was.
+class PriorityOrder final : public QueueOrder {
+ public:
+  void sort_group(std::vector<const QueuedTask*>& tasks) const override;
+};
+
+// The (priority desc, queued_at asc, created_at asc, id asc) comparison.
+bool comes_before(const QueuedTask& a, const QueuedTask& b);
+
+// The order the cycle processes the whole queue in: the queue is split by
+// resource group, each group is sorted by `order`, and the groups are merged
+// by comparing their heads with comes_before(). With PriorityOrder this is
+// one global sort; with a fair-share order, each group keeps its own order
+// while a high-priority head in one group still goes before a low one in
+// another (the groups may share nodes).
+std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& queue, const QueueOrder& order);
+
+}  // namespace cp::sched

@@ -1,0 +1,57 @@
+#include "sched/request.h"
+
+#include "sched/scheduler.h"
+
+namespace cp::sched {
+namespace {
+
+Error invalid_request(const std::string& en, const std::string& zh) {
+  Error e = errors::invalid("step", "invalid request: " + en, "无效的资源请求：" + zh);
+  e.code = std::string(kReasonInvalidRequest);
+  return e;
+}
+
+}  // namespace
+
+Resources Request::resolved(std::string_view type) const {
+  Resources r = per_replica;
+  if (any_gpu()) {
+    r.set(kGpuAny, 0);
+    r.set(std::string(kGpuPrefix) + std::string(type), gpus);
+  }
+  return r;
+}
+
+Resources Request::typed_part() const {
+  Resources r = per_replica;
+  r.set(kGpuAny, 0);
+  return r;
+}
+
+Result<Request> request_of(const Task& task) {
+  Request req;
+  req.per_replica = task.step.resources;
+  req.replicas = task.step.replicas;
+  if (req.replicas < 1 || req.replicas > kMaxReplicas) {
+    return invalid_request(
+        "replicas must be 1.." + std::to_string(kMaxReplicas) + ", got " + std::to_string(req.replicas),
+        "副本数应为 1.." + std::to_string(kMaxReplicas) + "，实际为 " + std::to_string(req.replicas));
+  }
+  for (const auto& [name, amount] : req.per_replica.amounts()) {
+    if (amount < 0 || amount > kMaxQuantity) {
+      return invalid_request(name + " amount " + std::to_string(amount) + " is out of range",
+                             name + " 的数量 " + std::to_string(amount) + " 超出范围");
+    }
+    if (!name.starts_with(kGpuPrefix)) continue;
+    if (!req.gpu_type.empty()) {
+      return invalid_request("more than one GPU type (" + std::string(kGpuPrefix) + req.gpu_type + ", " + name + ")",
+                             "请求了多种 GPU 类型（" + std::string(kGpuPrefix) + req.gpu_type + "、" + name + "）");
+    }
+    req.gpu_type = name.substr(kGpuPrefix.size());
+    if (req.gpu_type.empty()) return invalid_request("\"gpu/\" names no GPU type", "\"gpu/\" 未指明 GPU 类型");
+    req.gpus = amount;
+  }
+  return req;
+}
+
+}  // namespace cp::sched

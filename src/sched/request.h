@@ -1,0 +1,35 @@
+// What one queued task asks for, read once from its step.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "model/types.h"
+
+namespace cp::sched {
+
+struct Request {
+  Resources per_replica;  // as asked: may hold "gpu/any"
+  int replicas = 1;
+  // "" when no GPU is asked for, "any" for "gpu/any", else the concrete type.
+  std::string gpu_type;
+  std::int64_t gpus = 0;  // per replica
+
+  bool wants_gpus() const { return gpus > 0; }
+  bool any_gpu() const { return gpu_type == "any"; }
+  // per_replica with "gpu/any" replaced by "gpu/<type>".
+  Resources resolved(std::string_view type) const;
+  // per_replica without "gpu/any": the part whose quota is known before a
+  // node (and so a GPU type) is chosen.
+  Resources typed_part() const;
+};
+
+inline constexpr int kMaxReplicas = 1024;
+
+// The request of a task, or why it cannot be scheduled at all (replicas out
+// of 1..kMaxReplicas, negative or oversized amounts, two GPU types). Submit
+// validation rejects all of these; the scheduler still must not trust it.
+Result<Request> request_of(const Task& task);
+
+}  // namespace cp::sched

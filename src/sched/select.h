@@ -1,0 +1,27 @@
+// Stage 4b, selection: place every replica of the task (a gang) in one
+// cluster, or none. Clusters are tried in the order of their best-ranked
+// node, so a one-replica task lands on the best node of all; within a
+// cluster, replicas are placed one by one on the best node left (a node may
+// take several). A cluster that cannot take them all is released whole.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "sched/cycle_state.h"
+#include "sched/request.h"
+
+namespace cp::sched {
+
+struct Selection {
+  std::optional<Placement> placement;
+  // For "gpu/any": GPU types that had room in some cluster but not in the
+  // group's quota (one reason per type). Empty otherwise.
+  std::vector<PendingReason> quota;
+};
+
+// `fit`: the nodes that passed feasibility for one replica (ascending index).
+Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
+                      const std::vector<std::size_t>& fit);
+
+}  // namespace cp::sched

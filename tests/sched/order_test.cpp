@@ -1,0 +1,89 @@
+// Stage 1: which task is tried first.
+#include <algorithm>
+
+#include "harness.h"
+#include "sched/queue_order.h"
+
+namespace cp::sched::testing {
+namespace {
+
+// One 8-GPU node and a quota that is not the constraint: only the order decides.
+class OrderTest : public SchedTest {
+ protected:
+  void SetUp() override {
+    fleet.cluster("c1").node("n1", "cpu:64,memory:256Gi,gpu/nvidia-a100-80gb:8", {{"gpu-type", "nvidia-a100-80gb"}});
+    group("rg-b", "gpu/nvidia-a100-80gb:64", {"c1"});
+  }
+};
+
+TEST_F(OrderTest, HigherPriorityGoesFirstEvenIfQueuedLater) {
+  // Of two tasks that cannot both fit, the higher priority one is placed,
+  // whatever the queue times.
+  queue.task("t-low", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 10).queued_at(kT0);
+  queue.task("t-high", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 100).queued_at(kT0 + 60'000);
+  Plan plan = run();
+  EXPECT_EQ(placed(plan), std::vector<std::string>{"t-high"});
+  EXPECT_EQ(reason_code(plan, "t-low"), kReasonNoNode);
+}
+
+TEST_F(OrderTest, EarlierQueuedGoesFirstAtEqualPriority) {
+  // At equal priority the task queued earlier wins, even when its id sorts later.
+  queue.task("a-late", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 50).queued_at(kT0 + 1);
+  queue.task("b-early", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 50).queued_at(kT0);
+  Plan plan = run();
+  EXPECT_EQ(placed(plan), std::vector<std::string>{"b-early"});
+}
+
+TEST_F(OrderTest, CreationTimeBreaksQueueTimeTies) {
+  // Equal priority and queue time: the task created earlier wins.
+  queue.task("a", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 50).created_at(kT0 + 5);
+  queue.task("b", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 50).created_at(kT0);
+  EXPECT_EQ(placed(run()), std::vector<std::string>{"b"});
+}
+
+TEST_F(OrderTest, IdBreaksTheRemainingTies) {
+  // Equal priority, queue and creation times: the smaller id wins.
+  queue.task("t2", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 50);
+  queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 50);
+  EXPECT_EQ(placed(run()), std::vector<std::string>{"t1"});
+}
+
+TEST_F(OrderTest, PriorityOrdersAcrossResourceGroupsSharingNodes) {
+  // Two groups sharing a node: a high-priority task of one group goes before
+  // a low-priority task of the other, whatever the group names.
+  group("rg-a", "gpu/nvidia-a100-80gb:64", {"c1"});
+  queue.task("t-a", "rg-a", "gpu/nvidia-a100-80gb:8", 1, 1);
+  queue.task("t-b", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 9);
+  EXPECT_EQ(placed(run()), std::vector<std::string>{"t-b"});
+}
+
+// A stand-in for fair share: within a group, ids in reverse.
+class ReverseIdOrder final : public QueueOrder {
+ public:
+  void sort_group(std::vector<const QueuedTask*>& tasks) const override {
+    std::sort(tasks.begin(), tasks.end(), [](auto* a, auto* b) { return a->task.id > b->task.id; });
+  }
+};
+
+TEST_F(OrderTest, TheOrderWithinAGroupIsReplaceable) {
+  // decide() takes the order inside a group from the QueueOrder it is given.
+  queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 50);
+  queue.task("t2", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 50);
+  Plan plan = decide(fleet.snapshot, queue.tasks, kT0, ReverseIdOrder{});
+  EXPECT_EQ(placed(plan), std::vector<std::string>{"t2"});
+}
+
+TEST(ProcessingOrder, MergesGroupsByTheirHeads) {
+  // Each group keeps its own order; across groups the better head goes first.
+  Queue q;
+  q.task("a1", "rg-a", "cpu:1", 1, 5);
+  q.task("a2", "rg-a", "cpu:1", 1, 1);
+  q.task("b1", "rg-b", "cpu:1", 1, 3);
+  q.task("b2", "rg-b", "cpu:1", 1, 9);
+  std::vector<std::string> ids;
+  for (const QueuedTask* t : processing_order(q.tasks, PriorityOrder{})) ids.push_back(t->task.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"b2", "a1", "b1", "a2"}));
+}
+
+}  // namespace
+}  // namespace cp::sched::testing
