@@ -159,7 +159,9 @@ int run_platform(const PlatformOptions& opt) {
   cp::http::Metrics metrics;
   cp::http::Router router;
   cp::http::add_api_routes(router, control, &metrics, find_web_root(s.web_root));
-  cp::http::HttpServer http(router, {}, &metrics);
+  cp::http::HttpLimits limits;
+  limits.body_max = 4 << 20;  // agents ship log chunks of up to 256 KiB, JSON-escaped
+  cp::http::HttpServer http(router, limits, &metrics);
   auto port = http.listen(s.listen);
   if (!port.ok()) return fail(port.error());
   http.run(4);

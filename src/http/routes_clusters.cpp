@@ -1,0 +1,106 @@
+// Clusters, their bootstrap tokens, and nodes.
+#include "http/routes_common.h"
+
+namespace cp::http::detail {
+namespace {
+
+json::value node_json(const Node& n) {
+  json::value v = to_json(n);
+  v.as_object()["effective_labels"] = to_json(n.effective_labels());
+  v.as_object()["in_maintenance"] = n.in_maintenance();
+  return v;
+}
+
+}  // namespace
+
+void add_cluster_routes(Router& router, ControlPlane& cp) {
+  router.add("GET", "/api/v1/clusters", {.summary = "List clusters", .tag = "clusters", .response = "list of Cluster"},
+             user_route(cp, [&cp](Request&, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto clusters, cp.list_clusters(p));
+               return list_of(clusters);
+             }));
+
+  router.add("POST", "/api/v1/clusters",
+             {.summary = "Register a cluster",
+              .tag = "clusters",
+              .auth = AuthKind::admin,
+              .body = BodyKind::json,
+              .body_description = "{\"id\",\"display_name\",\"executor\",\"storage_pool\",\"labels\"}",
+              .response = "Cluster",
+              .success_status = 201},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto body, json_body(req));
+               CP_ASSIGN(auto cluster, cp.create_cluster(p, body));
+               return ok_json(to_json(cluster), 201);
+             }));
+
+  router.add("GET", "/api/v1/clusters/{id}",
+             {.summary = "A cluster with its state and the reason for it", .tag = "clusters", .response = "Cluster"},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto cluster, cp.get_cluster(p, req.param("id")));
+               return ok_json(to_json(cluster));
+             }));
+
+  router.add("PATCH", "/api/v1/clusters/{id}",
+             {.summary = "Change a cluster's name, labels, storage pool or draining",
+              .tag = "clusters",
+              .auth = AuthKind::admin,
+              .body = BodyKind::json,
+              .body_description = "{\"display_name\"?, \"labels\"?, \"storage_pool\"?, \"draining\"?: bool}",
+              .response = "Cluster"},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto body, json_body(req));
+               CP_ASSIGN(auto cluster, cp.patch_cluster(p, req.param("id"), body));
+               return ok_json(to_json(cluster));
+             }));
+
+  router.add("DELETE", "/api/v1/clusters/{id}",
+             {.summary = "Remove a cluster", .tag = "clusters", .auth = AuthKind::admin, .response = "{}"},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_TRY(cp.delete_cluster(p, req.param("id")));
+               return ok_json(json::object{});
+             }));
+
+  router.add("POST", "/api/v1/clusters/{id}/bootstrap-tokens",
+             {.summary = "A one-time token an agent exchanges for its credential",
+              .tag = "clusters",
+              .auth = AuthKind::admin,
+              .body = BodyKind::json,
+              .body_description = "{\"ttl_s\"?: 86400}",
+              .body_required = false,
+              .response = "{\"token\": \"cpb_...\", \"cluster_id\", \"expires_at\"}",
+              .success_status = 201},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto body, json_body(req, /*allow_empty=*/true));
+               CP_ASSIGN(auto token, cp.create_bootstrap_token(p, req.param("id"), body));
+               return ok_json(token, 201);
+             }));
+
+  router.add("GET", "/api/v1/nodes",
+             {.summary = "List nodes (labels, GPUs, Ready, maintenance)",
+              .tag = "clusters",
+              .response = "list of Node, each with effective_labels",
+              .query = {{.name = "cluster", .description = "only this cluster's nodes"}}},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto nodes, cp.list_nodes(p, req.query_param("cluster")));
+               json::array items;
+               items.reserve(nodes.size());
+               for (const auto& n : nodes) items.push_back(node_json(n));
+               return list_response(std::move(items));
+             }));
+
+  router.add("PATCH", "/api/v1/clusters/{id}/nodes/{name}",
+             {.summary = "Override a node's labels or put it in maintenance",
+              .tag = "clusters",
+              .auth = AuthKind::admin,
+              .body = BodyKind::json,
+              .body_description = "{\"labels\"?: {key: value, or \"\" to remove}, \"maintenance\"?: bool}",
+              .response = "Node"},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto body, json_body(req));
+               CP_ASSIGN(auto node, cp.patch_node(p, req.param("id"), req.param("name"), body));
+               return ok_json(node_json(node));
+             }));
+}
+
+}  // namespace cp::http::detail
