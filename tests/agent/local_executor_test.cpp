@@ -279,7 +279,7 @@ TEST_F(LocalExecutorTest, FindsAttemptThatEndedWhileAway) {
 }
 
 // A journaled replica whose supervisor is gone and left no exit file is
-// lost, and what is left of its process group is killed (no orphans).
+// lost (the server runs the task again), and what is left of its process group is killed (no orphans).
 TEST_F(LocalExecutorTest, ReplicaGoneWithoutExitFileIsLost) {
   auto o = order_for("t-lost", 1, sh("sleep 300 & echo $! > child.pid; wait"));
   {
@@ -300,7 +300,7 @@ TEST_F(LocalExecutorTest, ReplicaGoneWithoutExitFileIsLost) {
 
   LocalExecutor second(config());
   auto r = wait_terminal(second, "t-lost.1");
-  EXPECT_EQ(r.state, AttemptState::Failed);
+  EXPECT_EQ(r.state, AttemptState::Lost);
   EXPECT_FALSE(r.exit_code.has_value());
   EXPECT_EQ(r.message, "lost: agent restarted and the process is gone");
   EXPECT_TRUE(wait_until([&] { return process_gone(child); })) << "orphan " << child << " left running";

@@ -58,6 +58,7 @@ Platform::~Platform() { stop(); }
 bool Platform::start() {
   url_.clear();
   std::string log = log_path_;
+  const std::size_t before = read_file(log_path_).size();
   pid_ = fork();
   if (pid_ == 0) {
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -68,12 +69,10 @@ bool Platform::start() {
           "--listen", "127.0.0.1:0", "--log-level", "info", static_cast<char*>(nullptr));
     _exit(127);
   }
-  std::size_t seen = read_file(log_path_).size();
-  (void)seen;
   return eventually(
       [&] {
-        std::string text = read_file(log_path_);
-        // the last "UI and API:" line belongs to this start
+        // Only what this start wrote: the log keeps earlier starts' lines.
+        std::string text = read_file(log_path_).substr(std::min(before, read_file(log_path_).size()));
         auto pos = text.rfind("UI and API:  ");
         if (pos == std::string::npos) return false;
         auto end = text.find('\n', pos);

@@ -209,6 +209,7 @@ void LocalExecutor::spawn_replicas(Live& a) {
   const auto& order = a.rec.order;
   std::vector<ReplicaPlacement> placements = order.placements;
   if (placements.empty()) placements.push_back(ReplicaPlacement{});
+  std::vector<std::optional<SpawnedProcess>> gated(a.rec.replicas.size());
   for (std::size_t i = 0; i < a.rec.replicas.size(); ++i) {
     auto& r = a.rec.replicas[i];
     SpawnSpec spec;
@@ -224,8 +225,15 @@ void LocalExecutor::spawn_replicas(Live& a) {
       continue;
     }
     r.shim_pid = spawned->shim_pid;
-    r.pgid = spawned->pgid;
     r.shim_start_ticks = spawned->shim_start_ticks;
+    gated[i] = std::move(spawned).value();
+  }
+  // Journal the shims before any command may run (supervised_process.h).
+  (void)save(a);
+  for (std::size_t i = 0; i < gated.size(); ++i) {
+    if (!gated[i]) continue;
+    release_supervised(*gated[i]);
+    a.rec.replicas[i].pgid = gated[i]->pgid;
   }
   (void)save(a);
   spdlog::info("local executor: started attempt {} ({} replica(s))", order.attempt_id, a.rec.replicas.size());
@@ -247,7 +255,14 @@ void LocalExecutor::refresh(Live& a) {
     if (!r.outcome.empty()) continue;
     // Alive first, then the exit file: the shim renames the file before it
     // exits, so a dead shim without one really died without recording.
-    if (r.shim_pid != 0 && supervised_alive(r.shim_pid, r.shim_start_ticks)) continue;
+    if (r.shim_pid != 0 && supervised_alive(r.shim_pid, r.shim_start_ticks)) {
+      // Released but the agent died before journaling the pgid: ask /proc.
+      if (r.pgid == 0) {
+        r.pgid = supervised_child(r.shim_pid);
+        if (r.pgid != 0) changed = true;
+      }
+      continue;
+    }
     if (auto ex = read_exit_file(exit_path(rec.order.attempt_id, r.replica))) {
       r.outcome = ex->text();
     } else {
@@ -286,6 +301,9 @@ void LocalExecutor::refresh(Live& a) {
   } else {
     std::optional<int> exit_code = 0;
     std::string failure;
+    // No exit record: the outcome is unknown (e.g. the agent died between
+    // journaling and spawning). Lost, not Failed, so the server runs it anew.
+    const bool outcome_unknown = first_failure && first_failure->outcome == "lost";
     if (first_failure) {
       const auto& o = first_failure->outcome;
       if (auto ex = parse_exit_record(o)) {
@@ -303,7 +321,7 @@ void LocalExecutor::refresh(Live& a) {
       rec.state = reason_state(rec.stop_reason);
       rec.message = stop_message(rec.stop_reason, rec.killed);
     } else if (first_failure) {
-      rec.state = AttemptState::Failed;
+      rec.state = outcome_unknown ? AttemptState::Lost : AttemptState::Failed;
       rec.message = failure;
     } else {
       rec.state = AttemptState::Succeeded;

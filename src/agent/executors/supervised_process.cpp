@@ -143,7 +143,7 @@ void write_exit_file(const SpawnSpec& spec, const Prepared& p, bool signaled, in
   ::rename(p.exit_tmp.c_str(), spec.exit_path.c_str());
 }
 
-[[noreturn]] void run_shim(const SpawnSpec& spec, const Prepared& p, int report_fd) {
+[[noreturn]] void run_shim(const SpawnSpec& spec, const Prepared& p, int report_fd, int go_fd) {
   ::setsid();  // out of the agent's session: a Ctrl-C at the agent's terminal does not reach the work
   struct sigaction act {};
   sigemptyset(&act.sa_mask);
@@ -154,6 +154,13 @@ void write_exit_file(const SpawnSpec& spec, const Prepared& p, bool signaled, in
     act.sa_handler = ignore ? SIG_IGN : SIG_DFL;  // SIGCHLD stays SIG_DFL so that waitpid works
     ::sigaction(s, &act, nullptr);
   }
+  // The gate: run nothing until the agent has journaled this shim.
+  char go = 0;
+  ssize_t got_go = 0;
+  while ((got_go = ::read(go_fd, &go, 1)) < 0 && errno == EINTR) {
+  }
+  ::close(go_fd);
+  if (got_go != 1) ::_exit(0);  // the agent died first: never started, nothing to record
   pid_t self = ::getpid();
   pid_t child = ::fork();
   if (child == 0) run_command(spec, p, self);
@@ -324,34 +331,63 @@ Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
 
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return errors::internal(std::string("pipe2 failed: ") + std::strerror(errno));
-  pid_t shim = ::fork();
-  if (shim < 0) {
+  int gate[2];
+  if (::pipe2(gate, O_CLOEXEC) != 0) {
     int err = errno;
     ::close(fds[0]);
     ::close(fds[1]);
+    return errors::internal(std::string("pipe2 failed: ") + std::strerror(err));
+  }
+  pid_t shim = ::fork();
+  if (shim < 0) {
+    int err = errno;
+    for (int fd : {fds[0], fds[1], gate[0], gate[1]}) ::close(fd);
     return errors::internal(std::string("fork failed: ") + std::strerror(err));
   }
   if (shim == 0) {
     ::close(fds[0]);
-    run_shim(spec, p, fds[1]);
+    ::close(gate[1]);
+    run_shim(spec, p, fds[1], gate[0]);
   }
   ::close(fds[1]);
+  ::close(gate[0]);
   SpawnedProcess out;
   out.shim_pid = static_cast<int>(shim);
+  out.go_fd = gate[1];
+  out.report_fd = fds[0];
+  // The shim is our child and not yet reaped, so /proc still has it even if it has already exited.
+  if (auto st = read_proc_stat(out.shim_pid)) out.shim_start_ticks = st->start_ticks;
+  return out;
+}
+
+void release_supervised(SpawnedProcess& process) {
+  if (process.go_fd >= 0) {
+    char go = 1;
+    safe_write(process.go_fd, &go, 1);
+    ::close(process.go_fd);
+    process.go_fd = -1;
+  }
+  if (process.report_fd < 0) return;
   int pgid = 0;
   std::size_t got = 0;
   auto* dst = reinterpret_cast<char*>(&pgid);
   while (got < sizeof(pgid)) {
-    ssize_t n = ::read(fds[0], dst + got, sizeof(pgid) - got);
+    ssize_t n = ::read(process.report_fd, dst + got, sizeof(pgid) - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
-  ::close(fds[0]);
-  out.pgid = got == sizeof(pgid) ? pgid : 0;
-  // The shim is our child and not yet reaped, so /proc still has it even if it has already exited.
-  if (auto st = read_proc_stat(out.shim_pid)) out.shim_start_ticks = st->start_ticks;
-  return out;
+  ::close(process.report_fd);
+  process.report_fd = -1;
+  process.pgid = got == sizeof(pgid) ? pgid : 0;
+}
+
+int supervised_child(int shim_pid) {
+  if (shim_pid <= 1) return 0;
+  std::ifstream in("/proc/" + std::to_string(shim_pid) + "/task/" + std::to_string(shim_pid) + "/children");
+  int child = 0;
+  if (in >> child) return child;
+  return 0;
 }
 
 }  // namespace cp

@@ -39,14 +39,29 @@ struct SpawnSpec {
 
 struct SpawnedProcess {
   int shim_pid = 0;
-  int pgid = 0;  // the command's process group (= its pid); 0 when the shim could not fork it
+  int pgid = 0;  // the command's process group (= its pid); 0 until released, or when the shim could not fork it
   std::int64_t shim_start_ticks = 0;
+  int go_fd = -1;      // write end of the shim's start gate
+  int report_fd = -1;  // read end on which the shim reports the pgid
 };
 
-// Starts the shim and returns once it has forked the command. Failures after
-// the fork (command not found, bad work dir) end in an exit file with 127
-// (126: not executable) and a line in the log, as a shell would.
+// Starts the shim, which then waits at a gate: the command is not forked
+// until release_supervised(). The caller journals the shim first, so that a
+// command never runs without a journal entry that a restarted agent can
+// adopt. (Timeline: fork shim -> journal {shim pid} -> release -> the shim
+// forks the command. An agent dying before the release closes the gate's
+// pipe; the shim then exits without running anything and without an exit
+// file, and the replica is Lost, which is true: it never ran.)
 Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec);
+
+// Opens the gate and waits for the shim to report the command's pgid.
+// Failures after the fork (command not found, bad work dir) end in an exit
+// file with 127 (126: not executable) and a line in the log, as a shell would.
+void release_supervised(SpawnedProcess& process);
+
+// The pid of the shim's child (the command, whose pid is its pgid), read from
+// /proc; 0 when there is none. For adopting a shim released but not journaled.
+int supervised_child(int shim_pid);
 
 struct ProcStat {
   char state = '?';              // R, S, D, Z, X, ...
