@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUBEPLANE_TESTS=OFF -DCUBEPLANE_BENCH=OFF >/dev/null
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUBEPLANE_WERROR=ON >/dev/null
 ninja -C build/release cubeplane
 if [ -f web/package.json ] && command -v npm >/dev/null 2>&1; then
   (cd web && npm ci --no-audit --no-fund && npm run build) || echo "web UI not built; the API works without it"

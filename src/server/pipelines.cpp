@@ -324,9 +324,11 @@ Result<LogRead> ControlPlane::read_logs(const Principal& p, const std::string& t
     if (infos.size() < 1000) break;
     after = infos.back().key;
   }
-  // The agent ships an attempt's last output before it reports the end, so
-  // once the attempt is terminal everything has been read.
-  out.finished = is_terminal(attempt->state);
+  // The agent ships an attempt's last output right after the sync that
+  // reports its end, so a reader is told "finished" only once the attempt
+  // has been over for a moment (server time of the terminal report).
+  constexpr Millis kLastLogsGraceMs = 3000;
+  out.finished = is_terminal(attempt->state) && clock_.now_ms() - attempt->lease_renewed_at >= kLastLogsGraceMs;
   return out;
 }
 

@@ -477,7 +477,10 @@ TEST_F(ApiTest, LogsReadAndFollow) {
   json::object done{{"attempt_id", attempt}, {"epoch", epoch},           {"state", "Succeeded"},
                     {"exit_code", 0},        {"started_at", clock_.now_ms()}, {"finished_at", clock_.now_ms()}};
   ASSERT_EQ(sync(cred, json::array{done}).status, 200);
-  follower.join();  // ends because the attempt ended
+  // The follower ends once the attempt has been over for the last-logs grace.
+  clock_.advance_ms(3000);
+  cp_->log_signal().notify();
+  follower.join();
   EXPECT_EQ(followed, "hello\nworld\n");
 
   auto whole = call("GET", "/api/v1/tasks/" + task + "/logs", alice_);
