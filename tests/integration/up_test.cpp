@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <set>
 
 #include "harness.h"
@@ -49,6 +50,8 @@ class UpTest : public ::testing::Test {
   static void TearDownTestSuite() {
     delete platform_;
     platform_ = nullptr;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
   }
   static inline Platform* platform_ = nullptr;
   static inline std::string dir_;
@@ -238,6 +241,9 @@ spec:
     // two pipelines share a step name: each ran exactly once
     EXPECT_EQ(std::count(content.begin(), content.end(), '\n'), 2) << "step s" << i << ": " << content << p.log();
   }
+  p.stop();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace
