@@ -20,10 +20,8 @@ using internal::make_event;
 
 namespace {
 
-StopOrder superseded(const std::string& attempt_id, const std::string& why) {
-  (void)why;
-  return StopOrder{attempt_id, "superseded", 0};
-}
+// The agent holds an attempt the server no longer holds live at that epoch.
+StopOrder superseded(const std::string& attempt_id) { return StopOrder{attempt_id, "superseded", 0}; }
 
 std::string state_name(ClusterState s) { return boost::describe::enum_to_string(s, "?"); }
 
@@ -276,13 +274,13 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
       reported.insert(r.attempt_id);
       CP_ASSIGN(auto a, tx.get_attempt(r.attempt_id));
       if (!a || a->cluster_id != cid) {
-        resp.stop.push_back(superseded(r.attempt_id, "unknown attempt"));
+        resp.stop.push_back(superseded(r.attempt_id));
         if (is_terminal(r.state)) resp.ack.push_back(r.attempt_id);
         continue;
       }
       if (r.epoch != a->epoch) {
         // A report from an older incarnation: refused, and told to stop.
-        resp.stop.push_back(superseded(r.attempt_id, "stale epoch"));
+        resp.stop.push_back(superseded(r.attempt_id));
         if (is_terminal(r.state)) resp.ack.push_back(r.attempt_id);
         continue;
       }
@@ -291,7 +289,7 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
           resp.ack.push_back(r.attempt_id);
         } else {
           // e.g. marked Lost while the cluster was cut off: the task moved on.
-          resp.stop.push_back(superseded(r.attempt_id, "attempt already ended on the server"));
+          resp.stop.push_back(superseded(r.attempt_id));
         }
         continue;
       }

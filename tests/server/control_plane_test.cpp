@@ -284,6 +284,28 @@ TEST_F(ControlPlaneTest, ReportWithAStaleEpochIsRefused) {
   EXPECT_EQ(task(ids[0]).state, TaskState::Dispatched);
 }
 
+TEST_F(ControlPlaneTest, AnOlderSyncArrivingLateChangesNothing) {
+  // A sync with a lower seq from the same agent instance (an aborted long-poll) is answered but not applied.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto ids = submit(alice_, pipeline_yaml("pa", 1));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  SyncRequest newer;
+  newer.cluster_id = "c1";
+  newer.agent_instance = "instance-1";
+  newer.seq = 5;
+  auto started = cp_->agent_sync(agent, newer);
+  ASSERT_TRUE(started.ok());
+  auto order = started->start.at(0);
+  SyncRequest older = newer;
+  older.seq = 4;
+  older.attempts = {AttemptReport{order.attempt_id, order.epoch, AttemptState::Failed, 1, 1, 2, "old news"}};
+  auto answer = cp_->agent_sync(agent, older);
+  ASSERT_TRUE(answer.ok());
+  EXPECT_TRUE(answer->ack.empty());
+  EXPECT_EQ(task(ids[0]).state, TaskState::Dispatched);
+}
+
 TEST_F(ControlPlaneTest, ACredentialOfOneClusterCannotSyncAsAnother) {
   // An agent credential is scoped to its cluster: syncing as another cluster is forbidden.
   auto [agent, cred] = connect("c1");
