@@ -86,19 +86,33 @@ Result<RegisterResponse> ControlPlane::agent_register(const RegisterRequest& req
   return resp;
 }
 
-// Orders from stored state (see the file comment).
+// Orders from stored state (see the file comment). A task is read only for
+// the attempts that get an order: most syncs (and every long-poll wake) have
+// none, and this runs on each of them.
 static Status compute_orders(Tx& tx, const std::string& cluster_id, const std::set<std::string>& reported,
-                             const std::map<std::string, std::int64_t>& grace_by_task, SyncResponse& resp) {
+                             SyncResponse& resp) {
   CP_ASSIGN(auto active, tx.active_attempts(cluster_id));
-  for (const auto& a : active) {
-    if (a.state == AttemptState::Stopping) {
-      auto g = grace_by_task.find(a.task_id);
-      resp.stop.push_back(StopOrder{a.id, a.stop_reason, g == grace_by_task.end() ? 30 : g->second});
-      continue;
+  std::optional<std::map<std::string, std::int64_t>> grace_of_class;  // loaded on first need
+  auto grace_of = [&](const Task& t) -> Result<std::int64_t> {
+    if (!grace_of_class) {
+      CP_ASSIGN(auto pcs, tx.list_priority_classes());
+      grace_of_class.emplace();
+      for (const auto& pc : pcs) (*grace_of_class)[pc.name] = pc.grace_s;
     }
-    if (a.state != AttemptState::Dispatched || reported.count(a.id)) continue;
+    auto it = grace_of_class->find(t.priority_class);
+    return it == grace_of_class->end() ? std::int64_t{30} : it->second;
+  };
+  for (const auto& a : active) {
+    bool stop = a.state == AttemptState::Stopping;
+    bool start = a.state == AttemptState::Dispatched && !reported.count(a.id);
+    if (!stop && !start) continue;
     CP_ASSIGN(auto t, tx.get_task(a.task_id));
     if (!t) continue;
+    CP_ASSIGN(auto grace, grace_of(*t));
+    if (stop) {
+      resp.stop.push_back(StopOrder{a.id, a.stop_reason, grace});
+      continue;
+    }
     StartOrder o;
     o.attempt_id = a.id;
     o.epoch = a.epoch;
@@ -110,26 +124,10 @@ static Status compute_orders(Tx& tx, const std::string& cluster_id, const std::s
     o.env = t->step.env;
     o.resources = a.resources;
     if (t->step.checkpoint) o.checkpoint_key = "checkpoints/" + t->id + "/";
-    auto g = grace_by_task.find(a.task_id);
-    o.grace_s = g == grace_by_task.end() ? 30 : g->second;
+    o.grace_s = grace;
     resp.start.push_back(std::move(o));
   }
   return {};
-}
-
-static Result<std::map<std::string, std::int64_t>> grace_by_task(Tx& tx, const std::string& cluster_id) {
-  std::map<std::string, std::int64_t> out;
-  CP_ASSIGN(auto pcs, tx.list_priority_classes());
-  std::map<std::string, std::int64_t> grace_of_class;
-  for (const auto& pc : pcs) grace_of_class[pc.name] = pc.grace_s;
-  CP_ASSIGN(auto active, tx.active_attempts(cluster_id));
-  for (const auto& a : active) {
-    CP_ASSIGN(auto t, tx.get_task(a.task_id));
-    if (!t) continue;
-    auto it = grace_of_class.find(t->priority_class);
-    out[a.task_id] = it == grace_of_class.end() ? 30 : it->second;
-  }
-  return out;
 }
 
 // Applies an agent's terminal report to the attempt and its task.
@@ -311,8 +309,7 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
       }
       CP_TRY(tx.update_attempt(*a));
     }
-    CP_ASSIGN(auto grace, grace_by_task(tx, cid));
-    CP_TRY(compute_orders(tx, cid, reported, grace, resp));
+    CP_TRY(compute_orders(tx, cid, reported, resp));
     return {};
   }));
   if (stale_request) return pending_orders(cid, req.attempts);
@@ -331,8 +328,7 @@ Result<SyncResponse> ControlPlane::pending_orders(const std::string& cluster_id,
   std::set<std::string> ids;
   for (const auto& r : reported) ids.insert(r.attempt_id);
   CP_TRY(store_.read([&](Tx& tx) -> Status {
-    CP_ASSIGN(auto grace, grace_by_task(tx, cluster_id));
-    return compute_orders(tx, cluster_id, ids, grace, resp);
+    return compute_orders(tx, cluster_id, ids, resp);
   }));
   return resp;
 }
