@@ -42,13 +42,18 @@ Result<ProjectGroup> project_group_from_document(const json::value& doc);
 Result<PriorityClass> priority_class_from_document(const json::value& doc);
 // Pipeline: validates step names unique, depends_on known and acyclic,
 // replicas 1..1024, max_retries 0..100, command non-empty, env names, resources
-// (gpu + gpu_type folded into "gpu/<type>"; a bare gpu count becomes "gpu/any").
+// (gpu + gpu_type folded into "gpu/<type>"; a bare gpu count becomes "gpu/any"),
+// and fallbacks (at most 8, `after` increasing, resources merged onto the step's).
 Result<Pipeline> pipeline_from_document(const json::value& doc);
 
 // The reverse, for GET and for `-o yaml`; `status` is added by the caller.
 json::object resource_group_to_document(const ResourceGroup& rg);
 json::object project_group_to_document(const ProjectGroup& pg);
 json::object priority_class_to_document(const PriorityClass& pc);
+// Pipeline: metadata {name, project_group, labels} and spec; id, submitter
+// and timestamps are not part of the document. Fallbacks are written as
+// what they change from their step's resources.
+json::object pipeline_to_document(const Pipeline& p);
 
 // JSON -> YAML text (block style), for the CLI's -o yaml.
 std::string to_yaml(const json::value& v);

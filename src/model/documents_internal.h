@@ -95,6 +95,36 @@ Status cp_from_json(const json::value& in, ScalarText& out, const DecodeContext&
 using TextMap = std::map<std::string, ScalarText>;
 std::map<std::string, std::string> to_string_map(const TextMap& m);
 
+// ---------------------------------------------------------- step resources
+
+// A step's `resources` as written (step_resources.cpp):
+// {cpu, memory, gpu: N, gpu_type: T, gpu/<type>: N, <other>: amount}, each
+// name checked and each amount parsed, nothing folded yet. Zeros are kept:
+// in a fallback, `cpu: 0` means "none", not "as the step".
+struct ResourceEntries {
+  std::optional<std::int64_t> gpu;
+  std::optional<std::string> gpu_type;
+  std::map<std::string, std::int64_t> named;  // every other key, gpu/<type> included
+};
+Status cp_from_json(const json::value& in, ResourceEntries& out, const DecodeContext& ctx);
+
+// A step's own resources: gpu N of type T becomes "gpu/T" = N, a bare count
+// "gpu/any". `path` is the field path of the resources map.
+Result<Resources> step_resources(const ResourceEntries& in, const std::string& path);
+// A fallback's complete resources: `in` merged onto the step's own. Keys
+// named replace the step's; naming gpu, gpu_type or a gpu/<type> replaces
+// the step's GPUs, where gpu alone keeps the step's type and gpu_type alone
+// its count.
+Result<Resources> merge_fallback_resources(const Resources& step, const ResourceEntries& in,
+                                           const std::string& path);
+
+// The way back, in the same spelling: one GPU type as gpu + gpu_type
+// (gpu alone for "gpu/any"), amounts as quantity text.
+json::object step_resources_document(const Resources& r);
+// The fewest keys for which merge_fallback_resources(step, ...) gives
+// `shape` back.
+json::object fallback_resources_document(const Resources& step, const Resources& shape);
+
 // ------------------------------------------------------------- validation
 
 // "cpu", "memory", "gpu/<type>" or another lowercase qualified name

@@ -17,6 +17,9 @@ constexpr std::size_t kMaxSteps = 1000;
 constexpr std::int64_t kMaxReplicas = 1024;
 constexpr std::int64_t kMaxRetries = 100;
 constexpr std::size_t kMaxImage = 512;
+// Each fallback is one more shape the scheduler tries for a waiting task;
+// a handful covers "this GPU, else that one, else a smaller one".
+constexpr std::size_t kMaxFallbacks = 8;
 
 // command: ["python", "train.py"], or one string run by the shell:
 // "python train.py | tee log" -> ["/bin/sh", "-c", "python train.py | tee log"].
@@ -42,55 +45,27 @@ Status cp_from_json(const json::value& in, CommandDoc& out, const DecodeContext&
   return {};
 }
 
-// resources: {cpu, memory, gpu: N, gpu_type: T, <other resource>: amount}.
-// GPUs are folded into the model's per-type names: gpu N of type T is
-// "gpu/T" = N, a bare count is "gpu/any". "gpu/T: N" written directly is
-// accepted too, as that is how the model's own JSON spells it.
+// resources: {cpu, memory, gpu: N, gpu_type: T, <other resource>: amount},
+// read and folded as it is decoded (step_resources.cpp).
 struct StepResources {
   Resources value;
 };
 
 Status cp_from_json(const json::value& in, StepResources& out, const DecodeContext& ctx) {
-  out.value = Resources();
-  if (in.is_null()) return {};
-  if (!in.is_object()) return type_error(ctx, "map of resources");
-  std::optional<std::int64_t> gpu;
-  std::optional<std::string> gpu_type;
-  Resources r;
-  for (const auto& kv : in.get_object()) {
-    std::string name(kv.key());
-    DecodeContext c = ctx.at(name);
-    if (name == "gpu_type") {
-      if (!kv.value().is_string()) return type_error(c, "string");
-      gpu_type = std::string(kv.value().get_string());
-      CP_TRY(docs::validate_gpu_type(*gpu_type, c.path));
-      continue;
-    }
-    docs::QuantityText q;
-    CP_TRY(from_json(kv.value(), q, c));
-    if (name == "gpu") {
-      // Whole GPUs; parsed as any extended resource is.
-      CP_ASSIGN(gpu, parse_quantity("gpu/any", q.text, c.path));
-      continue;
-    }
-    CP_TRY(docs::validate_resource_name(name, c.path));
-    CP_ASSIGN(std::int64_t amount, parse_quantity(name, q.text, c.path));
-    r.set(name, amount);
-  }
-  if (gpu_type && gpu.value_or(0) == 0) {
-    return errors::invalid(ctx.at("gpu_type").path, "is set but gpu is not: say how many GPUs of this type",
-                           "已设置但未设置 gpu：请写明需要几块该型号的 GPU");
-  }
-  if (gpu.value_or(0) > 0) {
-    if (r.gpus() > 0) {
-      return errors::invalid(ctx.at("gpu").path, "write GPUs either as gpu (with gpu_type) or as gpu/<type>, not both",
-                             "GPU 请只用一种写法：gpu（加 gpu_type）或 gpu/<型号>");
-    }
-    r.set(gpu_type ? std::string(kGpuPrefix) + *gpu_type : std::string(kGpuPrefix) + "any", *gpu);
-  }
-  out.value = std::move(r);
+  docs::ResourceEntries entries;
+  CP_TRY(cp_from_json(in, entries, ctx));
+  CP_ASSIGN(out.value, docs::step_resources(entries, ctx.path));
   return {};
 }
+
+// fallbacks: [{after: 10m, resources: {gpu_type: nvidia-l40s}}]. The
+// resources are what changes from the step's own; merged in parse_fallbacks
+// once the step's are known.
+struct FallbackDoc {
+  std::optional<docs::Duration> after;
+  docs::ResourceEntries resources;
+};
+BOOST_DESCRIBE_STRUCT(FallbackDoc, (), (after, resources))
 
 struct StepDoc {
   std::string name;
@@ -102,9 +77,10 @@ struct StepDoc {
   bool checkpoint = false;
   std::int64_t max_retries = 0;
   docs::TextMap env;
+  std::vector<FallbackDoc> fallbacks;
 };
 BOOST_DESCRIBE_STRUCT(StepDoc, (),
-                      (name, command, image, resources, replicas, depends_on, checkpoint, max_retries, env))
+                      (name, command, image, resources, replicas, depends_on, checkpoint, max_retries, env, fallbacks))
 
 struct PipelineMetaDoc {
   std::string name;
@@ -182,6 +158,57 @@ Status validate_gang_total(const Resources& r, std::int64_t replicas, const std:
   return {};
 }
 
+// The wait before a fallback is tried: given, past 0s, and later than the
+// one before it, so the list reads as the order the shapes are tried in.
+Status validate_after(const std::optional<docs::Duration>& after, std::int64_t previous_s, const std::string& path) {
+  if (!after) {
+    return errors::invalid(path, "is required: how long the task waits before this fallback is tried",
+                           "必填：任务等待多久后尝试此备选");
+  }
+  if (after->seconds <= 0) {
+    return errors::invalid(path, "must be longer than 0s", "必须大于 0s");
+  }
+  if (after->seconds <= previous_s) {
+    std::string before = docs::format_duration(previous_s);
+    return errors::invalid(path, "must be later than the previous fallback's (" + before + ")",
+                           "必须晚于上一个备选的等待时长（" + before + "）");
+  }
+  return {};
+}
+
+// Each fallback's resources merged onto the step's own (step_resources.cpp).
+// A shape that asks for what the step or an earlier fallback already asks
+// for is refused: it could never place a task the earlier one could not.
+Result<std::vector<StepShape>> parse_fallbacks(const std::vector<FallbackDoc>& written, const Step& step,
+                                               const std::string& path) {
+  if (written.size() > kMaxFallbacks) {
+    return errors::invalid(path, "has " + std::to_string(written.size()) + " fallbacks, more than 8",
+                           "共 " + std::to_string(written.size()) + " 个备选，超过 8 个");
+  }
+  std::vector<StepShape> out;
+  for (std::size_t i = 0; i < written.size(); ++i) {
+    std::string at = docs::index_path(path, i);
+    CP_TRY(validate_after(written[i].after, out.empty() ? 0 : out.back().after_s, at + ".after"));
+    StepShape shape;
+    shape.after_s = written[i].after->seconds;
+    CP_ASSIGN(shape.resources, docs::merge_fallback_resources(step.resources, written[i].resources, at + ".resources"));
+    if (shape.resources == step.resources) {
+      return errors::invalid(at + ".resources", "asks for the same resources as the step itself",
+                             "申请的资源与步骤本身相同");
+    }
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      if (shape.resources == out[j].resources) {
+        std::string earlier = docs::index_path("fallbacks", j);
+        return errors::invalid(at + ".resources", "asks for the same resources as " + earlier,
+                               "申请的资源与 " + earlier + " 相同");
+      }
+    }
+    CP_TRY(validate_gang_total(shape.resources, step.replicas, at + ".resources"));
+    out.push_back(std::move(shape));
+  }
+  return out;
+}
+
 Result<Step> parse_step(StepDoc& doc, const std::string& path) {
   Step step;
   CP_TRY(validate_name(doc.name, path + ".name"));
@@ -202,6 +229,7 @@ Result<Step> parse_step(StepDoc& doc, const std::string& path) {
   step.max_retries = static_cast<int>(doc.max_retries);
   CP_TRY(validate_gang_total(doc.resources.value, doc.replicas, path + ".resources"));
   step.resources = std::move(doc.resources.value);
+  CP_ASSIGN(step.fallbacks, parse_fallbacks(doc.fallbacks, step, path + ".fallbacks"));
   CP_TRY(validate_env(doc.env, path + ".env"));
   step.env = docs::to_string_map(doc.env);
   CP_TRY(docs::validate_name_list(doc.depends_on, path + ".depends_on"));
@@ -320,6 +348,57 @@ Result<Pipeline> pipeline_from_document(const json::value& doc) {
   }
   CP_TRY(validate_dependencies(p.steps));
   return p;
+}
+
+namespace {
+
+json::object labels_document(const Labels& labels) {
+  json::object out;
+  for (const auto& [k, v] : labels) out[k] = v;
+  return out;
+}
+
+// Fields at their defaults are left out, as a person would write the step.
+json::object step_document(const Step& step) {
+  json::object out;
+  out["name"] = step.name;
+  if (!step.command.empty()) out["command"] = to_json(step.command);
+  if (!step.image.empty()) out["image"] = step.image;
+  if (!step.resources.empty()) out["resources"] = docs::step_resources_document(step.resources);
+  if (step.replicas != 1) out["replicas"] = step.replicas;
+  if (!step.depends_on.empty()) out["depends_on"] = to_json(step.depends_on);
+  if (step.checkpoint) out["checkpoint"] = true;
+  if (step.max_retries != 0) out["max_retries"] = step.max_retries;
+  if (!step.env.empty()) out["env"] = labels_document(step.env);
+  if (!step.fallbacks.empty()) {
+    json::array fallbacks;
+    for (const StepShape& shape : step.fallbacks) {
+      json::object f;
+      f["after"] = docs::format_duration(shape.after_s);
+      f["resources"] = docs::fallback_resources_document(step.resources, shape.resources);
+      fallbacks.push_back(std::move(f));
+    }
+    out["fallbacks"] = std::move(fallbacks);
+  }
+  return out;
+}
+
+}  // namespace
+
+json::object pipeline_to_document(const Pipeline& p) {
+  json::object meta;
+  meta["name"] = p.name;
+  if (!p.project_group.empty()) meta["project_group"] = p.project_group;
+  if (!p.labels.empty()) meta["labels"] = labels_document(p.labels);
+  json::object spec;
+  if (!p.resource_group.empty()) spec["resource_group"] = p.resource_group;
+  if (!p.priority.empty()) spec["priority"] = p.priority;
+  if (!p.cluster_selector.empty()) spec["cluster_selector"] = labels_document(p.cluster_selector);
+  if (!p.cluster.empty()) spec["cluster"] = p.cluster;
+  json::array steps;
+  for (const Step& step : p.steps) steps.push_back(step_document(step));
+  spec["steps"] = std::move(steps);
+  return docs::make_document("Pipeline", std::move(meta), std::move(spec));
 }
 
 std::vector<std::size_t> topological_order(const std::vector<Step>& steps) {

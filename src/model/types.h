@@ -208,6 +208,15 @@ BOOST_DESCRIBE_STRUCT(ApiToken, (), (id, hash, user, description, created_at, ex
 
 // ------------------------------------------------ pipelines, tasks, attempts
 
+// An alternative shape of a step, tried once the task has waited `after_s`
+// in the queue (e.g. nvidia-l40s after 10 minutes without an A100).
+// `resources` is complete: the YAML's overrides merged onto the step's own.
+struct StepShape {
+  std::int64_t after_s = 0;
+  Resources resources;  // per replica
+};
+BOOST_DESCRIBE_STRUCT(StepShape, (), (after_s, resources))
+
 struct Step {
   std::string name;
   std::vector<std::string> command;
@@ -218,8 +227,10 @@ struct Step {
   std::vector<std::string> depends_on;  // step names
   bool checkpoint = false;
   int max_retries = 0;
+  std::vector<StepShape> fallbacks;  // tried in order, each after its wait
 };
-BOOST_DESCRIBE_STRUCT(Step, (), (name, command, image, env, resources, replicas, depends_on, checkpoint, max_retries))
+BOOST_DESCRIBE_STRUCT(Step, (),
+                      (name, command, image, env, resources, replicas, depends_on, checkpoint, max_retries, fallbacks))
 
 struct Pipeline {
   std::string id;

@@ -1,30 +1,107 @@
 // Stage 2, admission: does the request fit the resource group's quota?
-// v1 admits within the guaranteed quota only. The ceiling comes from one
-// function, quota_limit(), so that borrowing from a cohort (the next issue)
-// changes that function and not its callers.
+//
+// A group is guaranteed `guaranteed` of each resource its quota names. Groups
+// that share a cohort lend each other what they leave idle: a group may hold
+// more than its guarantee, up to its own `max`, while the cohort as a whole
+// stays within the sum of its members' guarantees. What a group holds above
+// its guarantee is borrowed, and the lenders may take it back (reclaim, in
+// preempt.h). Work whose priority class is not preemptible never borrows:
+// borrowed capacity must be reclaimable.
+//
+// QuotaBook is the one rule: decide() charges it as it places, and the server
+// re-checks a plan against a book built from the store.
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "sched/cycle_state.h"
+#include "model/types.h"
+#include "sched/tally.h"
 
 namespace cp::sched {
 
-// The most of `resource` the group may hold in total, or nullopt when the
-// group does not limit it:
-//   - named in the quota: its guaranteed amount (v1: no borrowing);
+// The guaranteed amount of `resource` for the group, or nullopt when the group
+// does not limit it:
+//   - named in the quota: its guaranteed amount;
 //   - not named, cpu or memory: not limited (a GPU group often sets only GPUs);
 //   - not named, anything else (every "gpu/<type>" above all): 0. A GPU type
 //     is never granted by omission.
 std::optional<std::int64_t> quota_limit(const ResourceGroup& group, std::string_view resource);
+// The most the group may hold by borrowing: `max` where set, else the guarantee
+// (nullopt: not limited, as for quota_limit).
+std::optional<std::int64_t> quota_ceiling(const ResourceGroup& group, std::string_view resource);
 
-// One kReasonQuota reason per resource of `per_replica` x `replicas` that
-// would take the group past its limit, given what it holds (`used`). Empty:
-// admitted. "gpu/any" is skipped: it is checked once the type is known.
-std::vector<PendingReason> check_quota(const ResourceGroup& group, const Tally& used, const Resources& per_replica,
-                                       int replicas);
+class QuotaBook {
+ public:
+  // Groups are referenced, not copied: they must outlive the book.
+  explicit QuotaBook(const std::vector<ResourceGroup>& groups);
+
+  const ResourceGroup* group(std::string_view name) const;
+  // Charges per_replica x replicas to the group (negative replicas release).
+  // `holder` (a project group; the caller keeps the string alive) is
+  // remembered to say who holds a resource.
+  void add(std::string_view group, const Resources& per_replica, std::int64_t replicas = 1,
+           std::string_view holder = {});
+  // The same for `per_replica` that outlives the book (the snapshot's): not copied.
+  void add_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas, std::string_view holder);
+  const Tally& used(std::string_view group) const;
+  // Quota held for a blocked task of the group (a reservation): counted by
+  // check() unless told otherwise, never by used().
+  void hold(std::string_view group, const Resources& per_replica, std::int64_t replicas);
+  bool has_holds() const { return !held_.empty(); }
+
+  // What the group holds of `resource` above its guarantee (0 when none).
+  Wide borrowed(std::string_view group, std::string_view resource) const;
+  // True when the group holds less than its guarantee of `resource`.
+  bool below_guarantee(std::string_view group, std::string_view resource) const;
+  // Every limited resource of `per_replica` where the group would go above
+  // its guarantee by taking `replicas` more.
+  std::vector<std::string> would_borrow(std::string_view group, const Resources& per_replica, int replicas) const;
+
+  // One kReasonQuota reason per resource of per_replica x replicas that the
+  // group cannot take: above its guarantee without `may_borrow`, above its
+  // ceiling, or above what its cohort leaves idle. Empty: admitted.
+  // "gpu/any" is skipped: it is checked once the type is known.
+  std::vector<PendingReason> check(const ResourceGroup& group, const Resources& per_replica, int replicas,
+                                   bool may_borrow, bool count_held = true) const;
+  // check(...).empty(), without building the reasons.
+  bool fits(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
+            bool count_held = true) const;
+  // True when per_replica x replicas could be admitted once the group's (and
+  // its cohort's) other work is gone: within the guarantee, or the ceiling
+  // when it may borrow. False: it never fits, waiting does not help.
+  bool could_ever_fit(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow) const;
+
+ private:
+  // Over the cohort's members that limit `resource`: sum of guarantees and of use.
+  struct CohortSums {
+    Wide guaranteed = 0;
+    Wide used = 0;
+  };
+  CohortSums cohort_sums(const ResourceGroup& group, std::string_view resource, bool count_held) const;
+  Wide in_use(std::string_view group, std::string_view resource, bool count_held) const;
+  std::vector<std::pair<std::string, std::int64_t>> top_holders(std::string_view group,
+                                                                std::string_view resource) const;
+
+  std::map<std::string, const ResourceGroup*, std::less<>> groups_;
+  std::map<std::string, std::vector<const ResourceGroup*>, std::less<>> cohorts_;
+  std::map<std::string, Tally, std::less<>> used_;
+  std::map<std::string, Tally, std::less<>> held_;
+  // Who charged what, by group, read only to explain a refusal. Views of
+  // strings the caller keeps (snapshot, queue); amounts copied.
+  struct Holding {
+    std::string_view holder;
+    const Resources* per_replica;
+    std::int64_t replicas;
+  };
+  std::map<std::string, std::vector<Holding>, std::less<>> holdings_;
+  std::deque<Resources> kept_;  // copies that holdings_ point to
+  Tally empty_;
+};
 
 }  // namespace cp::sched

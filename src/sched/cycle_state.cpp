@@ -3,54 +3,39 @@
 #include <algorithm>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 namespace cp::sched {
 
-void Tally::add(const Resources& r, std::int64_t times) {
-  for (const auto& [name, amount] : r.amounts()) {
-    auto it = amounts_.find(name);
-    if (it == amounts_.end()) it = amounts_.emplace(name, 0).first;
-    it->second += static_cast<Wide>(amount) * times;
-  }
-}
-
-Wide Tally::get(std::string_view name) const {
-  auto it = amounts_.find(name);
-  return it == amounts_.end() ? 0 : it->second;
-}
-
-Wide Tally::gpus() const {
-  Wide n = 0;
-  for (auto it = amounts_.lower_bound(kGpuPrefix); it != amounts_.end() && it->first.starts_with(kGpuPrefix); ++it) {
-    n += it->second;
-  }
-  return n;
-}
-
-void NodeLoad::add(const Resources& per_replica, const std::vector<int>& gpu_indices) {
-  used.add(per_replica);
-  gpus_taken.insert(gpu_indices.begin(), gpu_indices.end());
-}
-
-std::int64_t narrow(Wide v) {
-  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
-  constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
-  if (v > kMax) return kMax;
-  if (v < kMin) return kMin;
-  return static_cast<std::int64_t>(v);
-}
-
 bool NodeView::offers_gpu_type(std::string_view type) const {
-  auto label = labels.find(std::string(kLabelGpuType));
-  if (label != labels.end() && label->second == type) return true;
-  for (const auto& g : node->gpus) {
-    if (g.model == type) return true;
-  }
-  if (label == labels.end() && node->gpus.empty()) {
-    return node->allocatable.get(std::string(kGpuPrefix) + std::string(type)) > 0;
+  for (const auto& t : gpu_types) {
+    if (t == type) return true;
   }
   return false;
 }
+
+namespace {
+
+// Label gpu-type=T, or a device of model T; a node that says nothing about
+// its type but lists "gpu/T" as allocatable offers T too. Worked out once per
+// cycle: the filter asks for every node and task.
+std::vector<std::string> offered_gpu_types(const Node& node, const Labels& labels) {
+  std::vector<std::string> out;
+  auto add = [&](std::string t) {
+    if (!t.empty() && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+  };
+  auto label = labels.find(std::string(kLabelGpuType));
+  if (label != labels.end()) add(label->second);
+  for (const auto& g : node.gpus) add(g.model);
+  if (label == labels.end() && node.gpus.empty()) {
+    for (const auto& [name, amount] : node.allocatable.amounts()) {
+      if (amount > 0 && name.starts_with(kGpuPrefix)) add(name.substr(kGpuPrefix.size()));
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 namespace {
 
@@ -61,6 +46,7 @@ NodeView view_of(const Node& node) {
   v.node = &node;
   v.labels = node.effective_labels();
   v.maintenance = node.in_maintenance();
+  v.gpu_types = offered_gpu_types(node, v.labels);
   if (auto it = v.labels.find(std::string(kLabelGpuType)); it != v.labels.end() && !it->second.empty()) {
     v.gpu_type = it->second;
   } else if (!node.gpus.empty() && !node.gpus.front().model.empty()) {
@@ -86,9 +72,69 @@ NodeView view_of(const Node& node) {
 
 }  // namespace
 
-CycleState::CycleState(const Snapshot& snapshot) {
+void NodeLoad::add(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group) {
+  used.add(per_replica);
+  gpus_taken.insert(gpu_indices.begin(), gpu_indices.end());
+  if (per_replica.gpus() > 0 && !project_group.empty()) {
+    auto it = gpu_holders.find(project_group);
+    if (it == gpu_holders.end()) it = gpu_holders.emplace(std::string(project_group), 0).first;
+    ++it->second;
+  }
+}
+
+void NodeLoad::remove(const Resources& per_replica, const std::vector<int>& gpu_indices,
+                      std::string_view project_group) {
+  used.add(per_replica, -1);
+  for (int i : gpu_indices) gpus_taken.erase(i);
+  if (auto it = gpu_holders.find(project_group); it != gpu_holders.end() && --it->second <= 0) gpu_holders.erase(it);
+}
+
+void NodeLoad::hold(const Resources& per_replica, std::int64_t times) {
+  used.add(per_replica, times);
+  held.add(per_replica, times);
+  held_gpus += per_replica.gpus() * times;
+}
+
+Wide in_use(const NodeLoad& load, std::string_view name, LoadMode mode) {
+  switch (mode) {
+    case LoadMode::kAll: return load.used.get(name);
+    case LoadMode::kNoHolds: return load.used.get(name) - load.held.get(name);
+    case LoadMode::kDrained: return load.held.get(name);
+  }
+  return load.used.get(name);
+}
+
+Wide gpus_in_use(const NodeLoad& load, LoadMode mode) {
+  switch (mode) {
+    case LoadMode::kAll: return load.used.gpus();
+    case LoadMode::kNoHolds: return load.used.gpus() - load.held.gpus();
+    case LoadMode::kDrained: return load.held.gpus();
+  }
+  return load.used.gpus();
+}
+
+bool NodeLoad::hosts_other_project(std::string_view project_group) const {
+  for (const auto& [pg, n] : gpu_holders) {
+    if (n > 0 && pg != project_group) return true;
+  }
+  return false;
+}
+
+const NodeLoad& Overlay::load(std::size_t node) const {
+  auto it = changed_.find(node);
+  return it == changed_.end() ? base_->load(node) : it->second;
+}
+
+NodeLoad& Overlay::edit(std::size_t node) {
+  auto it = changed_.find(node);
+  if (it == changed_.end()) it = changed_.emplace(node, base_->load(node)).first;
+  return it->second;
+}
+
+CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(snapshot.resource_groups) {
   for (const auto& c : snapshot.clusters) clusters_.emplace(c.id, &c);
   for (const auto& g : snapshot.resource_groups) groups_.emplace(g.name, &g);
+  for (const auto& pc : snapshot.priority_classes) classes_.emplace(pc.name, &pc);
 
   std::vector<const Node*> nodes;
   for (const auto& n : snapshot.nodes) {
@@ -105,8 +151,35 @@ CycleState::CycleState(const Snapshot& snapshot) {
   nodes_.reserve(nodes.size());
   for (const Node* n : nodes) nodes_.push_back(view_of(*n));
   loads_.resize(nodes_.size());
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    auto [it, added] = node_range_.try_emplace(nodes_[i].cluster_id(), i, i + 1);
+    if (!added) it->second.second = i + 1;
+    const NodeView& v = nodes_[i];
+    for (const auto& type : v.gpu_types) nodes_by_type_[v.cluster_id() + '\0' + type].push_back(i);
+    if (v.has_gpus()) nodes_by_type_[v.cluster_id() + '\0' + "any"].push_back(i);
+  }
 
-  for (const auto& w : snapshot.running) charge(w.resource_group, w.cluster_id, w.placements, w.per_replica);
+  running_.reserve(snapshot.running.size());
+  for (const auto& w : snapshot.running) running_.push_back(&w);
+  std::stable_sort(running_.begin(), running_.end(), [](const RunningWork* a, const RunningWork* b) {
+    return std::tie(a->attempt_id, a->task_id) < std::tie(b->attempt_id, b->task_id);
+  });
+  stopping_.assign(running_.size(), false);
+  claimed_.assign(running_.size(), false);
+  for (std::size_t w = 0; w < running_.size(); ++w) {
+    const RunningWork& work = *running_[w];
+    quota_.add_kept(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()),
+                    work.project_group);
+    running_by_cluster_[work.cluster_id].push_back(w);
+    for (const auto& p : work.placements) {
+      // Work on a node the snapshot no longer lists still counts against its
+      // group's quota; there is just no node to charge.
+      auto i = node_index(work.cluster_id, p.node);
+      if (!i) continue;
+      loads_[*i].add(work.per_replica, p.gpu_indices, work.project_group);
+    }
+    if (work.stopping) mark_stopping(w);
+  }
 }
 
 const Cluster* CycleState::cluster(std::string_view id) const {
@@ -119,19 +192,15 @@ const ResourceGroup* CycleState::group(std::string_view name) const {
   return it == groups_.end() ? nullptr : it->second;
 }
 
-std::vector<std::size_t> CycleState::nodes_of(std::string_view cluster_id) const {
-  auto first = std::lower_bound(nodes_.begin(), nodes_.end(), cluster_id,
-                                [](const NodeView& n, std::string_view c) { return n.cluster_id() < c; });
-  std::vector<std::size_t> out;
-  for (auto it = first; it != nodes_.end() && it->cluster_id() == cluster_id; ++it) {
-    out.push_back(static_cast<std::size_t>(it - nodes_.begin()));
-  }
-  return out;
+const PriorityClass* CycleState::priority_class(std::string_view name) const {
+  auto it = classes_.find(name);
+  return it == classes_.end() ? nullptr : it->second;
 }
 
-const Tally& CycleState::group_used(std::string_view group) const {
-  auto it = group_used_.find(group);
-  return it == group_used_.end() ? empty_ : it->second;
+std::ranges::iota_view<std::size_t, std::size_t> CycleState::nodes_of(std::string_view cluster_id) const {
+  auto it = node_range_.find(cluster_id);
+  if (it == node_range_.end()) return std::views::iota(std::size_t{0}, std::size_t{0});
+  return std::views::iota(it->second.first, it->second.second);
 }
 
 std::optional<std::size_t> CycleState::node_index(std::string_view cluster_id, std::string_view name) const {
@@ -143,21 +212,132 @@ std::optional<std::size_t> CycleState::node_index(std::string_view cluster_id, s
   return static_cast<std::size_t>(it - nodes_.begin());
 }
 
-void CycleState::commit(std::string_view group, const Placement& placement) {
-  charge(group, placement.cluster_id, placement.placements, placement.per_replica);
+const std::vector<std::size_t>& CycleState::nodes_offering(std::string_view cluster_id,
+                                                           std::string_view gpu_type) const {
+  std::string key(cluster_id);
+  key += '\0';
+  key += gpu_type;
+  auto it = nodes_by_type_.find(key);
+  return it == nodes_by_type_.end() ? none_ : it->second;
 }
 
-void CycleState::charge(std::string_view group, std::string_view cluster_id,
-                        const std::vector<ReplicaPlacement>& placements, const Resources& per_replica) {
-  auto g = group_used_.find(group);
-  if (g == group_used_.end()) g = group_used_.emplace(std::string(group), Tally{}).first;
-  g->second.add(per_replica, static_cast<std::int64_t>(placements.size()));
-  for (const auto& p : placements) {
-    // Work on a node the snapshot no longer lists still counts against its
-    // group's quota; there is just no node to charge.
-    auto i = node_index(cluster_id, p.node);
+const std::vector<std::size_t>& CycleState::running_on(std::string_view cluster_id) const {
+  auto it = running_by_cluster_.find(cluster_id);
+  return it == running_by_cluster_.end() ? none_ : it->second;
+}
+
+std::vector<std::string> CycleState::holders_on(const std::vector<std::size_t>& nodes) const {
+  std::set<std::string> out;
+  for (std::size_t n : nodes) {
+    if (auto it = node_holders_.find(n); it != node_holders_.end()) out.insert(it->second.begin(), it->second.end());
+  }
+  return {out.begin(), out.end()};
+}
+
+std::vector<std::string> CycleState::quota_holders(std::string_view group) const {
+  auto it = quota_holders_.find(group);
+  return it == quota_holders_.end() ? std::vector<std::string>{} : it->second;
+}
+
+void CycleState::commit(const Task& task, const Placement& placement) {
+  quota_.add(task.resource_group, placement.per_replica, static_cast<std::int64_t>(placement.placements.size()),
+             task.project_group);
+  for (const auto& p : placement.placements) {
+    auto i = node_index(placement.cluster_id, p.node);
+    if (i) loads_[*i].add(placement.per_replica, p.gpu_indices, task.project_group);
+  }
+}
+
+void CycleState::hold(const Task& task, const Placement& placement) {
+  hold_quota(task, placement.per_replica, static_cast<int>(placement.placements.size()));
+  for (const auto& p : placement.placements) {
+    auto i = node_index(placement.cluster_id, p.node);
     if (!i) continue;
-    loads_[*i].add(per_replica, p.gpu_indices);
+    loads_[*i].hold(placement.per_replica);
+    nodes_with_holds_.insert(*i);
+    auto& who = node_holders_[*i];
+    if (std::find(who.begin(), who.end(), task.id) == who.end()) who.push_back(task.id);
+  }
+}
+
+namespace {
+
+// The positive part of need - freed, as Resources.
+Resources beyond(const Tally& need, const Tally& freed) {
+  Resources out;
+  for (const auto& [name, amount] : need.amounts()) {
+    Wide rest = amount - freed.get(name);
+    if (rest > 0) out.set(name, narrow(rest));
+  }
+  return out;
+}
+
+}  // namespace
+
+void CycleState::hold_over(const Task& task, const Placement& placement, const std::vector<std::size_t>& claimed) {
+  std::map<std::size_t, Tally> need, freed;
+  for (const auto& p : placement.placements) {
+    if (auto i = node_index(placement.cluster_id, p.node)) need[*i].add(placement.per_replica);
+  }
+  Tally quota_need, quota_freed;
+  quota_need.add(placement.per_replica, static_cast<std::int64_t>(placement.placements.size()));
+  for (std::size_t w : claimed) {
+    claimed_[w] = true;
+    const RunningWork& work = *running_[w];
+    if (work.resource_group == task.resource_group) {
+      quota_freed.add(work.per_replica, static_cast<std::int64_t>(work.placements.size()));
+    }
+    if (work.cluster_id != placement.cluster_id) continue;
+    for (const auto& p : work.placements) {
+      if (auto i = node_index(work.cluster_id, p.node)) freed[*i].add(work.per_replica);
+    }
+  }
+  for (const auto& [i, n] : need) {
+    Resources rest = beyond(n, freed[i]);
+    nodes_with_holds_.insert(i);
+    auto& who = node_holders_[i];
+    if (std::find(who.begin(), who.end(), task.id) == who.end()) who.push_back(task.id);
+    if (!rest.empty()) loads_[i].hold(rest);
+  }
+  Resources rest = beyond(quota_need, quota_freed);
+  if (!rest.empty()) hold_quota(task, rest, 1);
+}
+
+void CycleState::hold_quota(const Task& task, const Resources& per_replica, int replicas) {
+  Resources typed = per_replica;
+  typed.set(kGpuAny, 0);
+  quota_.hold(task.resource_group, typed, replicas);
+  auto& who = quota_holders_[task.resource_group];
+  if (std::find(who.begin(), who.end(), task.id) == who.end()) who.push_back(task.id);
+}
+
+void CycleState::mark_stopping(std::size_t w) {
+  if (stopping_[w] && !running_[w]->stopping) return;  // marked in this cycle already
+  stopping_[w] = true;
+  stopping_list_.push_back(w);
+  const RunningWork& work = *running_[w];
+  for (const auto& p : work.placements) {
+    auto i = node_index(work.cluster_id, p.node);
+    if (!i) continue;
+    nodes_with_stopping_.insert(*i);
+  }
+}
+
+void CycleState::take_out(std::size_t w, Overlay& overlay) {
+  const RunningWork& work = *running_[w];
+  quota_.add(work.resource_group, work.per_replica, -static_cast<std::int64_t>(work.placements.size()));
+  for (const auto& p : work.placements) {
+    auto i = node_index(work.cluster_id, p.node);
+    if (i) overlay.edit(*i).remove(work.per_replica, p.gpu_indices, work.project_group);
+  }
+}
+
+void CycleState::put_back(std::size_t w, Overlay& overlay) {
+  const RunningWork& work = *running_[w];
+  quota_.add(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()));
+  for (const auto& p : work.placements) {
+    auto i = node_index(work.cluster_id, p.node);
+    if (i) overlay.edit(*i).add(work.per_replica, p.gpu_indices, work.project_group);
   }
 }
 

@@ -1,47 +1,50 @@
 // The fleet as one cycle sees it: the snapshot indexed for lookups, and what
 // is in use on every node and by every resource group. "In use" is the
-// running work of the snapshot plus what this cycle has already placed, so a
-// task placed early in the cycle is charged before the next one is tried.
+// running work of the snapshot plus what this cycle has already placed or
+// holds, so a task placed early in the cycle is charged before the next one
+// is tried.
+//
+// Two kinds of charge on a node, both inside NodeLoad::used:
+//   running/placed  work with GPU indices (gpus_taken); running work told to
+//                   stop (preempted, cancelled) stays charged until it is
+//                   gone, and is never picked as a victim again;
+//   held            room reserved for a blocked task or a preemptor: counted
+//                   like use, but without GPU indices (also in `held`).
+// The "what if" views that explanation, preemption and reservation need:
+// without holds and drained (only holds) are modes of counting (ModeView,
+// no copies); without some running work is an Overlay, a copy of the few
+// loads it changes.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <ranges>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sched/admission.h"
 #include "sched/scheduler.h"
+#include "sched/tally.h"
 
 namespace cp::sched {
 
-// Sums over many replicas and tasks need more than 64 bits: each validated
-// amount is at most 2^53 and a gang has up to 1024 replicas.
-__extension__ typedef __int128 Wide;
-
-// Resource amounts that cannot overflow. Absent names are 0.
-class Tally {
- public:
-  void add(const Resources& r, std::int64_t times = 1);
-  Wide get(std::string_view name) const;
-  // Every "gpu/<type>" entry together.
-  Wide gpus() const;
-
- private:
-  std::map<std::string, Wide, std::less<>> amounts_;
-};
-
-// An int64 for messages and JSON details; clamps what cannot happen with
-// validated input rather than wrapping.
-std::int64_t narrow(Wide v);
-
-// What is in use on one node: resources and GPU device indices.
+// What is in use on one node.
 struct NodeLoad {
-  Tally used;
-  std::set<int> gpus_taken;
+  Tally used;                 // everything below, and placed/running work
+  std::set<int> gpus_taken;   // device indices of running and placed work
+  Tally held;                 // part of `used`: reservations (no indices)
+  std::int64_t held_gpus = 0;
+  // Project groups with GPU work here, and how many replicas (soft anti-affinity).
+  std::map<std::string, int, std::less<>> gpu_holders;
 
-  void add(const Resources& per_replica, const std::vector<int>& gpu_indices);
+  void add(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group);
+  void remove(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group);
+  void hold(const Resources& per_replica, std::int64_t times = 1);
+  // GPU work of a project group other than `project_group` is here.
+  bool hosts_other_project(std::string_view project_group) const;
 };
 
 // A node with what the scheduler derives from it once per cycle.
@@ -57,6 +60,8 @@ struct NodeView {
   // Device indices, ascending: node.gpus[].index, or 0..gpu_capacity-1 when
   // the agent reported no devices.
   std::vector<int> gpu_indices;
+  // Every GPU type the node offers (see offers_gpu_type).
+  std::vector<std::string> gpu_types;
 
   const std::string& cluster_id() const { return node->cluster_id; }
   const std::string& name() const { return node->name; }
@@ -66,40 +71,135 @@ struct NodeView {
   bool offers_gpu_type(std::string_view type) const;
 };
 
-class CycleState {
+// How a view counts what is on a node.
+enum class LoadMode {
+  kAll,      // running, placed and held
+  kNoHolds,  // as if nothing were held (is a task only behind reservations?)
+  kDrained,  // only the holds: the node once its running work has ended
+};
+
+// The amount of `name` (or of every GPU) in use on the node, as `mode` counts it.
+Wide in_use(const NodeLoad& load, std::string_view name, LoadMode mode);
+Wide gpus_in_use(const NodeLoad& load, LoadMode mode);
+
+// Where the loads of the nodes come from: the cycle's own, or an overlay,
+// counted in one mode.
+class LoadView {
+ public:
+  virtual ~LoadView() = default;
+  virtual const NodeLoad& load(std::size_t node) const = 0;
+  virtual LoadMode mode() const { return LoadMode::kAll; }
+};
+
+// Another view's loads, counted differently (no copies).
+class ModeView final : public LoadView {
+ public:
+  ModeView(const LoadView& base, LoadMode mode) : base_(&base), mode_(mode) {}
+  const NodeLoad& load(std::size_t node) const override { return base_->load(node); }
+  LoadMode mode() const override { return mode_; }
+
+ private:
+  const LoadView* base_;
+  LoadMode mode_;
+};
+
+class CycleState;
+
+// The cycle's loads with some nodes replaced by changed copies.
+class Overlay final : public LoadView {
+ public:
+  explicit Overlay(const LoadView& base) : base_(&base) {}
+  const NodeLoad& load(std::size_t node) const override;
+  LoadMode mode() const override { return base_->mode(); }
+  // A copy of the node's load to change (made on first use).
+  NodeLoad& edit(std::size_t node);
+  const std::map<std::size_t, NodeLoad>& changed() const { return changed_; }
+
+ private:
+  const LoadView* base_;
+  std::map<std::size_t, NodeLoad> changed_;
+};
+
+class CycleState final : public LoadView {
  public:
   explicit CycleState(const Snapshot& snapshot);
   CycleState(const CycleState&) = delete;
   CycleState& operator=(const CycleState&) = delete;
 
+  const Snapshot& snapshot() const { return *snapshot_; }
   const Cluster* cluster(std::string_view id) const;
   const ResourceGroup* group(std::string_view name) const;
+  const PriorityClass* priority_class(std::string_view name) const;
 
   // All nodes of known clusters, sorted by (cluster id, node name); a node's
   // position here is its index everywhere in the cycle.
   const std::vector<NodeView>& nodes() const { return nodes_; }
   // Indices of a cluster's nodes, ascending (so by name).
-  std::vector<std::size_t> nodes_of(std::string_view cluster_id) const;
+  std::ranges::iota_view<std::size_t, std::size_t> nodes_of(std::string_view cluster_id) const;
+  std::optional<std::size_t> node_index(std::string_view cluster_id, std::string_view name) const;
+  // Nodes of a cluster that offer a GPU type ("any": every node with GPUs), ascending.
+  const std::vector<std::size_t>& nodes_offering(std::string_view cluster_id, std::string_view gpu_type) const;
 
-  const NodeLoad& load(std::size_t node) const { return loads_[node]; }
-  // What a resource group holds: per_replica x replicas of its running work
-  // and of this cycle's placements.
-  const Tally& group_used(std::string_view group) const;
+  const NodeLoad& load(std::size_t node) const override { return loads_[node]; }
+  const QuotaBook& quota() const { return quota_; }
+  QuotaBook& quota() { return quota_; }
+
+  // Running work of the snapshot, by index in attempt id order; `stopping` as the
+  // snapshot says or as this cycle decided (mark_stopping).
+  std::size_t running_count() const { return running_.size(); }
+  const RunningWork& running(std::size_t work) const { return *running_[work]; }
+  bool stopping(std::size_t work) const { return stopping_[work]; }
+  // Indices of all stopping work (the snapshot's and this cycle's victims).
+  const std::vector<std::size_t>& stopping_work() const { return stopping_list_; }
+  // Running work on the cluster, by index into running().
+  const std::vector<std::size_t>& running_on(std::string_view cluster_id) const;
+  // Nodes whose load has stopping work, and nodes with holds.
+  const std::set<std::size_t>& nodes_with_stopping() const { return nodes_with_stopping_; }
+  const std::set<std::size_t>& nodes_with_holds() const { return nodes_with_holds_; }
+  // Who holds room: task ids, by node; and by resource group (quota holds).
+  std::vector<std::string> holders_on(const std::vector<std::size_t>& nodes) const;
+  std::vector<std::string> quota_holders(std::string_view group) const;
 
   // Charges a placement to its group and its nodes.
-  void commit(std::string_view group, const Placement& placement);
+  void commit(const Task& task, const Placement& placement);
+  // Holds room for a blocked task: on the placement's nodes (when it has
+  // any) and in its group's quota.
+  void hold(const Task& task, const Placement& placement);
+  void hold_quota(const Task& task, const Resources& per_replica, int replicas);
+  // Holds for a task that takes over the room of `claimed` running work once
+  // it stops (its victims, or work already stopping). That work stays charged
+  // until it is gone, so only what the task needs beyond it is held, on each
+  // node and in the group's quota. Claimed work is never claimed again.
+  void hold_over(const Task& task, const Placement& placement, const std::vector<std::size_t>& claimed);
+  bool claimed(std::size_t work) const { return claimed_[work]; }
+  // Running work chosen as a victim in this cycle: stopping from now on.
+  void mark_stopping(std::size_t work);
+
+  // Removes (or puts back) running work from a what-if overlay and the quota.
+  void take_out(std::size_t work, Overlay& overlay);
+  void put_back(std::size_t work, Overlay& overlay);
 
  private:
-  std::optional<std::size_t> node_index(std::string_view cluster_id, std::string_view name) const;
-  void charge(std::string_view group, std::string_view cluster_id, const std::vector<ReplicaPlacement>& placements,
-              const Resources& per_replica);
-
+  const Snapshot* snapshot_;
   std::map<std::string, const Cluster*, std::less<>> clusters_;
   std::map<std::string, const ResourceGroup*, std::less<>> groups_;
+  std::map<std::string, const PriorityClass*, std::less<>> classes_;
   std::vector<NodeView> nodes_;
   std::vector<NodeLoad> loads_;
-  std::map<std::string, Tally, std::less<>> group_used_;
-  Tally empty_;
+  QuotaBook quota_;
+  std::vector<const RunningWork*> running_;
+  std::vector<bool> stopping_;
+  std::vector<bool> claimed_;
+  std::vector<std::size_t> stopping_list_;
+  std::map<std::string, std::vector<std::size_t>, std::less<>> running_by_cluster_;
+  std::set<std::size_t> nodes_with_stopping_;
+  std::set<std::size_t> nodes_with_holds_;
+  std::map<std::size_t, std::vector<std::string>> node_holders_;
+  std::map<std::string, std::vector<std::string>, std::less<>> quota_holders_;
+  std::vector<std::size_t> none_;
+  std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> node_range_;
+  // "cluster\0type" -> nodes
+  std::map<std::string, std::vector<std::size_t>, std::less<>> nodes_by_type_;
 };
 
 }  // namespace cp::sched

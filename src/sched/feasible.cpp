@@ -70,26 +70,32 @@ std::string_view misfit_key(NodeMisfit m) {
   return "unknown";
 }
 
-Wide free_gpus(const NodeView& node, const NodeLoad& load) {
-  Wide by_count = static_cast<Wide>(node.gpu_capacity) - load.used.gpus();
-  Wide by_index = 0;
-  for (int i : node.gpu_indices) {
-    if (!load.gpus_taken.contains(i)) ++by_index;
+Wide free_gpus(const NodeView& node, const NodeLoad& load, LoadMode mode) {
+  Wide by_count = static_cast<Wide>(node.gpu_capacity) - gpus_in_use(load, mode);
+  auto indices = static_cast<Wide>(node.gpu_indices.size());
+  Wide by_index = indices;
+  if (mode != LoadMode::kDrained && !load.gpus_taken.empty()) {
+    by_index = 0;
+    for (int i : node.gpu_indices) {
+      if (!load.gpus_taken.contains(i)) ++by_index;
+    }
   }
+  // Held GPUs have no indices yet; they are taken from the free ones.
+  if (mode != LoadMode::kNoHolds) by_index -= load.held_gpus;
   return std::min(by_count, by_index);
 }
 
-std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, std::int64_t n) {
+std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, std::int64_t n, LoadMode mode) {
   std::vector<int> out;
   for (int i : node.gpu_indices) {
     if (static_cast<std::int64_t>(out.size()) >= n) break;
-    if (!load.gpus_taken.contains(i)) out.push_back(i);
+    if (mode == LoadMode::kDrained || !load.gpus_taken.contains(i)) out.push_back(i);
   }
   return out;
 }
 
 std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load, const ResourceGroup& group,
-                                      const Request& request) {
+                                      const Request& request, LoadMode mode) {
   if (!node.node->ready) return NodeMisfit::kNotReady;
   if (node.maintenance) return NodeMisfit::kMaintenance;
   if (!labels_match(group.node_selector, node.labels)) return NodeMisfit::kSelectorMismatch;
@@ -100,13 +106,13 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
 
   const Resources& alloc = node.node->allocatable;
   auto lacks = [&](std::string_view name, std::int64_t asked) {
-    return static_cast<Wide>(alloc.get(name)) - load.used.get(name) < asked;
+    return static_cast<Wide>(alloc.get(name)) - in_use(load, name, mode) < asked;
   };
   const std::int64_t cpu = request.per_replica.get(kCpu);
   const std::int64_t memory = request.per_replica.get(kMemory);
   if (cpu > 0 && lacks(kCpu, cpu)) return NodeMisfit::kInsufficientCpu;
   if (memory > 0 && lacks(kMemory, memory)) return NodeMisfit::kInsufficientMemory;
-  if (request.wants_gpus() && free_gpus(node, load) < request.gpus) return NodeMisfit::kInsufficientGpu;
+  if (request.wants_gpus() && free_gpus(node, load, mode) < request.gpus) return NodeMisfit::kInsufficientGpu;
   for (const auto& [name, amount] : request.per_replica.amounts()) {
     if (name == kCpu || name == kMemory || name.starts_with(kGpuPrefix)) continue;
     if (amount > 0 && lacks(name, amount)) return NodeMisfit::kInsufficientOther;
@@ -114,13 +120,27 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
   return std::nullopt;
 }
 
-NodeFeasibility feasible_nodes(const CycleState& state, const std::vector<std::string>& clusters,
-                               const ResourceGroup& group, const Request& request) {
+bool statically_fits(const NodeView& node, const ResourceGroup& group, const Request& request) {
+  static const NodeLoad kEmpty;
+  return !node_misfit(node, kEmpty, group, request).has_value();
+}
+
+NodeFeasibility feasible_nodes(const CycleState& state, const LoadView& loads, const std::vector<std::string>& clusters,
+                               const ResourceGroup& group, const Request& request, bool count) {
   NodeFeasibility out;
+  if (!count && request.wants_gpus()) {
+    for (const auto& c : clusters) {
+      for (std::size_t i : state.nodes_offering(c, request.gpu_type)) {
+        if (!node_misfit(state.nodes()[i], loads.load(i), group, request, loads.mode())) out.fit.push_back(i);
+      }
+    }
+    std::sort(out.fit.begin(), out.fit.end());
+    return out;
+  }
   for (const auto& c : clusters) {
     for (std::size_t i : state.nodes_of(c)) {
       ++out.counts.total;
-      auto misfit = node_misfit(state.nodes()[i], state.load(i), group, request);
+      auto misfit = node_misfit(state.nodes()[i], loads.load(i), group, request, loads.mode());
       if (misfit) {
         ++out.counts[*misfit];
         continue;

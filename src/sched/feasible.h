@@ -59,16 +59,17 @@ inline constexpr std::size_t kNodeMisfitCount = 8;
 // The key in PendingReason::details: "not_ready", "insufficient_gpu", ...
 std::string_view misfit_key(NodeMisfit m);
 
-// Free GPUs: fewer of the count (gpu_capacity minus GPUs in use) and of the
-// device indices nobody holds.
-Wide free_gpus(const NodeView& node, const NodeLoad& load);
+// Free GPUs: fewer of the count (gpu_capacity minus GPUs in use or held) and
+// of the device indices nobody holds (less the held GPUs, which have none).
+Wide free_gpus(const NodeView& node, const NodeLoad& load, LoadMode mode = LoadMode::kAll);
 // The `n` lowest device indices nobody holds; fewer if there are not enough.
-std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, std::int64_t n);
+std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, std::int64_t n,
+                                  LoadMode mode = LoadMode::kAll);
 
 // The first filter the node fails for one replica, given its load; nullopt
 // when it fits.
 std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load, const ResourceGroup& group,
-                                      const Request& request);
+                                      const Request& request, LoadMode mode = LoadMode::kAll);
 
 struct NodeCounts {
   std::int64_t total = 0;
@@ -83,7 +84,14 @@ struct NodeFeasibility {
   NodeCounts counts;             // every node counted once, under its first failing filter
 };
 
-NodeFeasibility feasible_nodes(const CycleState& state, const std::vector<std::string>& clusters,
-                               const ResourceGroup& group, const Request& request);
+// `loads`: the cycle's own (the CycleState) or a what-if overlay. With
+// `count` false only `fit` is wanted: a GPU request then looks only at the
+// nodes that offer its type (the same `fit`, fewer nodes to look at).
+NodeFeasibility feasible_nodes(const CycleState& state, const LoadView& loads, const std::vector<std::string>& clusters,
+                               const ResourceGroup& group, const Request& request, bool count = true);
+
+// The node could take a replica if nothing ran on it: Ready, not in
+// maintenance, matching, and with enough allocatable.
+bool statically_fits(const NodeView& node, const ResourceGroup& group, const Request& request);
 
 }  // namespace cp::sched

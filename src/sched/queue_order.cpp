@@ -2,10 +2,136 @@
 
 #include <algorithm>
 #include <map>
+#include <queue>
+#include <set>
 #include <string>
 #include <tuple>
 
 namespace cp::sched {
+namespace {
+
+// Per-resource denominators of a resource group's shares.
+std::map<std::string, double, std::less<>> denominators(const ResourceGroup* group) {
+  std::map<std::string, double, std::less<>> out;
+  if (group == nullptr) return out;
+  double gpus = 0;
+  for (const auto& [resource, q] : group->quota) {
+    std::int64_t d = q.guaranteed > 0 ? q.guaranteed : q.max.value_or(0);
+    if (d <= 0) continue;
+    out[resource] = static_cast<double>(d);
+    if (resource.starts_with(kGpuPrefix)) gpus += static_cast<double>(d);
+  }
+  // A bare GPU count is judged against every GPU the group may use.
+  if (gpus > 0) out[std::string(kGpuAny)] = gpus;
+  return out;
+}
+
+// Amounts per resource, as doubles, for the share arithmetic.
+using Amounts = std::map<std::string, double, std::less<>>;
+
+double dominant(const Amounts& held, const std::map<std::string, double, std::less<>>& denom) {
+  double best = 0;
+  for (const auto& [resource, amount] : held) {
+    auto d = denom.find(resource);
+    if (d != denom.end()) best = std::max(best, amount / d->second);
+  }
+  return best;
+}
+
+Amounts amounts_of(const Tally& t) {
+  Amounts out;
+  for (const auto& [name, v] : t.amounts()) out[name] = static_cast<double>(v);
+  return out;
+}
+
+void add(Amounts& a, const Task& t) {
+  for (const auto& [name, v] : t.step.resources.amounts()) {
+    a[name] += static_cast<double>(v) * std::max(1, t.step.replicas);
+  }
+}
+
+std::string user_key(std::string_view project, std::string_view user) {
+  std::string k(project);
+  k += '\0';
+  k += user;
+  return k;
+}
+
+// Orders tasks of one priority (already in submit order) by fair share.
+void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const QueuedTask*>::iterator last,
+              const std::map<std::string, double, std::less<>>& denom, const Amounts& empty,
+              const std::map<std::string, Tally, std::less<>>* by_project,
+              const std::map<std::string, Tally, std::less<>>* by_user) {
+  struct User {
+    Amounts held;
+    std::vector<const QueuedTask*> tasks;  // submit order
+    std::size_t next = 0;
+  };
+  struct Project {
+    Amounts held;
+    std::map<std::string, User> users;
+  };
+  std::map<std::string, Project> projects;
+  for (auto it = first; it != last; ++it) {
+    const Task& t = (*it)->task;
+    auto [p, new_project] = projects.try_emplace(t.project_group);
+    if (new_project && by_project) {
+      auto h = by_project->find(t.project_group);
+      p->second.held = h == by_project->end() ? empty : amounts_of(h->second);
+    }
+    auto [u, new_user] = p->second.users.try_emplace(t.user);
+    if (new_user && by_user) {
+      auto h = by_user->find(user_key(t.project_group, t.user));
+      u->second.held = h == by_user->end() ? empty : amounts_of(h->second);
+    }
+    u->second.tasks.push_back(*it);
+  }
+  // The user of a project to go next: smallest share, then earliest head.
+  auto next_user = [&](Project& p) -> User* {
+    User* best = nullptr;
+    double best_share = 0;
+    for (auto& [name, u] : p.users) {
+      if (u.next == u.tasks.size()) continue;
+      double s = dominant(u.held, denom);
+      if (best == nullptr || s < best_share ||
+          (s == best_share && comes_before(*u.tasks[u.next], *best->tasks[best->next]))) {
+        best = &u;
+        best_share = s;
+      }
+    }
+    return best;
+  };
+  // Projects in a heap keyed by (share, head task): recomputed when popped.
+  struct Entry {
+    double share;
+    const QueuedTask* head;
+    Project* project;
+  };
+  auto later = [](const Entry& a, const Entry& b) {
+    if (a.share != b.share) return a.share > b.share;
+    return comes_before(*b.head, *a.head);
+  };
+  std::priority_queue<Entry, std::vector<Entry>, decltype(later)> heap(later);
+  for (auto& [name, p] : projects) {
+    User* u = next_user(p);
+    heap.push({dominant(p.held, denom), u->tasks[u->next], &p});
+  }
+  auto out = first;
+  while (!heap.empty()) {
+    Entry e = heap.top();
+    heap.pop();
+    User* u = next_user(*e.project);
+    const QueuedTask* q = u->tasks[u->next++];
+    *out++ = q;
+    add(e.project->held, q->task);
+    add(u->held, q->task);
+    if (User* again = next_user(*e.project)) {
+      heap.push({dominant(e.project->held, denom), again->tasks[again->next], e.project});
+    }
+  }
+}
+
+}  // namespace
 
 bool comes_before(const QueuedTask& a, const QueuedTask& b) {
   const Task& x = a.task;
@@ -18,31 +144,75 @@ void PriorityOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
   std::sort(tasks.begin(), tasks.end(), [](const QueuedTask* a, const QueuedTask* b) { return comes_before(*a, *b); });
 }
 
+FairShareOrder::FairShareOrder(const Snapshot& snapshot) {
+  for (const auto& g : snapshot.resource_groups) groups_.emplace(g.name, &g);
+  for (const auto& w : snapshot.running) {
+    Usage& u = usage_[w.resource_group];
+    auto replicas = static_cast<std::int64_t>(w.placements.size());
+    u.by_project[w.project_group].add(w.per_replica, replicas);
+    u.by_user[user_key(w.project_group, w.user)].add(w.per_replica, replicas);
+  }
+}
+
+double FairShareOrder::share(std::string_view group, std::string_view project_group, std::string_view user) const {
+  auto g = groups_.find(group);
+  auto denom = denominators(g == groups_.end() ? nullptr : g->second);
+  auto u = usage_.find(group);
+  if (u == usage_.end()) return 0;
+  const auto& table = user.empty() ? u->second.by_project : u->second.by_user;
+  auto it = table.find(user.empty() ? std::string(project_group) : user_key(project_group, user));
+  return it == table.end() ? 0 : dominant(amounts_of(it->second), denom);
+}
+
+void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
+  PriorityOrder{}.sort_group(tasks);
+  if (tasks.empty()) return;
+  const std::string& name = tasks.front()->task.resource_group;
+  auto g = groups_.find(name);
+  auto denom = denominators(g == groups_.end() ? nullptr : g->second);
+  auto u = usage_.find(name);
+  const auto* by_project = u == usage_.end() ? nullptr : &u->second.by_project;
+  const auto* by_user = u == usage_.end() ? nullptr : &u->second.by_user;
+  Amounts empty;
+  auto first = tasks.begin();
+  while (first != tasks.end()) {
+    int priority = (*first)->task.priority;
+    auto last = std::find_if(first, tasks.end(), [&](const QueuedTask* q) { return q->task.priority != priority; });
+    fair_run(first, last, denom, empty, by_project, by_user);
+    first = last;
+  }
+}
+
 std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& queue, const QueueOrder& order) {
   // std::map: groups in name order, so the merge below never depends on input order.
   std::map<std::string, std::vector<const QueuedTask*>> groups;
   for (const auto& q : queue) groups[q.task.resource_group].push_back(&q);
   for (auto& [name, tasks] : groups) order.sort_group(tasks);
 
+  // Merge the groups by their heads; on a full tie the group earlier by name wins.
   struct Cursor {
     const std::vector<const QueuedTask*>* tasks;
     std::size_t next;
+    std::size_t rank;  // the group's position by name
   };
-  std::vector<Cursor> cursors;
-  cursors.reserve(groups.size());
-  for (const auto& [name, tasks] : groups) cursors.push_back({&tasks, 0});
+  auto later = [](const Cursor& a, const Cursor& b) {
+    const QueuedTask& x = *(*a.tasks)[a.next];
+    const QueuedTask& y = *(*b.tasks)[b.next];
+    if (comes_before(y, x)) return true;
+    if (comes_before(x, y)) return false;
+    return a.rank > b.rank;
+  };
+  std::priority_queue<Cursor, std::vector<Cursor>, decltype(later)> heap(later);
+  std::size_t rank = 0;
+  for (const auto& [name, tasks] : groups) heap.push({&tasks, 0, rank++});
 
   std::vector<const QueuedTask*> out;
   out.reserve(queue.size());
-  while (out.size() < queue.size()) {
-    Cursor* best = nullptr;
-    for (auto& c : cursors) {
-      if (c.next == c.tasks->size()) continue;
-      // Strictly better only: on a full tie the group earlier by name wins.
-      if (best == nullptr || comes_before(*(*c.tasks)[c.next], *(*best->tasks)[best->next])) best = &c;
-    }
-    CP_CHECK(best != nullptr, "processing_order: groups hold fewer tasks than the queue");
-    out.push_back((*best->tasks)[best->next++]);
+  while (!heap.empty()) {
+    Cursor c = heap.top();
+    heap.pop();
+    out.push_back((*c.tasks)[c.next++]);
+    if (c.next < c.tasks->size()) heap.push(c);
   }
   return out;
 }

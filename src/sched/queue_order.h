@@ -4,9 +4,13 @@
 // resource group without touching the rest of the cycle (Mesos's sorter).
 #pragma once
 
+#include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "sched/scheduler.h"
+#include "sched/tally.h"
 
 namespace cp::sched {
 
@@ -23,6 +27,31 @@ class QueueOrder {
 class PriorityOrder final : public QueueOrder {
  public:
   void sort_group(std::vector<const QueuedTask*>& tasks) const override;
+};
+
+// Fair share (DRF, as in Mesos and YuniKorn): among tasks of equal priority,
+// the project group with the smallest dominant resource share of the
+// resource group goes first, and inside it the user with the smallest share;
+// each user's own tasks keep their submit order. A share is the largest, over
+// the resources the group's quota names, of held / guaranteed (max where no
+// guarantee). Shares start from the running work of the snapshot and grow as
+// the order is built, as if each task ahead were placed: a team that queued
+// a hundred tasks gets its turn, then every other team gets one.
+class FairShareOrder final : public QueueOrder {
+ public:
+  explicit FairShareOrder(const Snapshot& snapshot);
+  void sort_group(std::vector<const QueuedTask*>& tasks) const override;
+  // The dominant share held now by a project group (or by one of its users,
+  // when `user` is given) in a resource group.
+  double share(std::string_view group, std::string_view project_group, std::string_view user = {}) const;
+
+ private:
+  struct Usage {
+    std::map<std::string, Tally, std::less<>> by_project;  // project group -> held
+    std::map<std::string, Tally, std::less<>> by_user;     // "project\0user" -> held
+  };
+  std::map<std::string, const ResourceGroup*, std::less<>> groups_;
+  std::map<std::string, Usage, std::less<>> usage_;  // by resource group
 };
 
 // The (priority desc, queued_at asc, created_at asc, id asc) comparison.

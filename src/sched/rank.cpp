@@ -4,14 +4,16 @@
 
 namespace cp::sched {
 
-Score score_node(PlacementPolicy policy, const NodeView& node, const NodeLoad& load, const Request& request) {
+Score score_node(PlacementPolicy policy, const NodeView& node, const NodeLoad& load, const Request& request,
+                 std::string_view project_group, LoadMode mode) {
   const Resources& alloc = node.node->allocatable;
   auto left = [&](std::string_view name) {
-    return static_cast<Wide>(alloc.get(name)) - load.used.get(name) - request.per_replica.get(name);
+    return static_cast<Wide>(alloc.get(name)) - in_use(load, name, mode) - request.per_replica.get(name);
   };
-  Score s{request.wants_gpus() ? free_gpus(node, load) - request.gpus : 0, left(kCpu), left(kMemory)};
+  Wide shared = request.wants_gpus() && load.hosts_other_project(project_group) ? 1 : 0;
+  Score s{shared, request.wants_gpus() ? free_gpus(node, load, mode) - request.gpus : 0, left(kCpu), left(kMemory)};
   if (policy == PlacementPolicy::spread) {
-    for (auto& v : s) v = -v;
+    for (std::size_t i = 1; i < s.size(); ++i) s[i] = -s[i];
   }
   return s;
 }

@@ -1,9 +1,9 @@
 // Stage 4a, scoring: how good a feasible node is for one more replica of the
-// task. One scorer per placement policy today; soft anti-affinity between
-// project groups will add a term here (Nomad's rank.go).
+// task (Nomad's rank.go).
 #pragma once
 
 #include <array>
+#include <string_view>
 
 #include "sched/cycle_state.h"
 #include "sched/request.h"
@@ -12,12 +12,17 @@ namespace cp::sched {
 
 // Lower is better; compared lexicographically. Ties are broken by the caller
 // by (cluster id, node name).
-using Score = std::array<Wide, 3>;
+using Score = std::array<Wide, 4>;
 
-// What is left on the node once one replica is placed there, scarcest first:
-// GPUs (when the task asks for any), then cpu, then memory.
-//   binpack: least left first, to keep whole GPU nodes free for big gangs;
-//   spread:  most left first, to keep replicas apart.
-Score score_node(PlacementPolicy policy, const NodeView& node, const NodeLoad& load, const Request& request);
+// 1. Soft anti-affinity, for GPU work only: a node where another project
+//    group runs GPU work comes after every node where none does. Teams that
+//    share a GPU node share its PCIe/NVLink, host memory and noisy
+//    neighbours; when there is a choice, they are kept apart.
+// 2. What is left on the node once the replica is placed, scarcest first:
+//    GPUs (when the task asks for any), then cpu, then memory.
+//      binpack: least left first, to keep whole GPU nodes free for big gangs;
+//      spread:  most left first, to keep replicas apart.
+Score score_node(PlacementPolicy policy, const NodeView& node, const NodeLoad& load, const Request& request,
+                 std::string_view project_group, LoadMode mode = LoadMode::kAll);
 
 }  // namespace cp::sched

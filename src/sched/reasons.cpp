@@ -52,19 +52,79 @@ PendingReason unknown_group(std::string_view group) {
   return make(kReasonUnknownGroup, "resource group " + g + " does not exist", "资源组 " + g + " 不存在", std::move(d));
 }
 
+json::array pairs(const std::vector<std::pair<std::string, std::int64_t>>& items) {
+  json::array a;
+  for (const auto& [name, amount] : items) {
+    json::object o;
+    o["name"] = name;
+    o["amount"] = amount;
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+std::string pairs_text(std::string_view resource, const std::vector<std::pair<std::string, std::int64_t>>& items,
+                       std::string_view sep) {
+  std::vector<std::string> parts;
+  for (const auto& [name, amount] : items) parts.push_back(name + " " + format_quantity(resource, amount));
+  return join(parts, sep);
+}
+
+PendingReason quota(const QuotaFigures& f) {
+  json::object d;
+  d["resource"] = f.resource;
+  d["used"] = f.used;
+  d["requested"] = f.requested;
+  d["limit"] = f.limit;
+  d["guaranteed"] = f.guaranteed;
+  d["resource_group"] = f.resource_group;
+  d["holders"] = pairs(f.holders);
+  const std::string& r = f.resource;
+  const std::string& g = f.resource_group;
+  std::string u = format_quantity(r, f.used), q = format_quantity(r, f.requested), l = format_quantity(r, f.limit);
+  std::string en = "quota: " + r + " " + u + " of " + l + " in use by " + g;
+  std::string zh = "配额不足：" + g + " 的 " + r + " 已用 " + u + "/" + l;
+  if (!f.holders.empty()) {
+    en += " (" + pairs_text(r, f.holders, ", ") + ")";
+    zh += "（" + pairs_text(r, f.holders, "，") + "）";
+  }
+  en += ", this task asks for " + q;
+  zh += "，本任务申请 " + q;
+  if (!f.cohort.empty()) {
+    d["cohort"] = f.cohort;
+    d["ceiling"] = f.ceiling;
+    d["cohort_idle"] = f.cohort_idle;
+    d["may_borrow"] = f.may_borrow;
+    d["borrowers"] = pairs(f.borrowers);
+    std::string c = format_quantity(r, f.ceiling), idle = format_quantity(r, f.cohort_idle);
+    if (!f.may_borrow) {
+      en += "; its priority class is not preemptible, so it may not borrow from cohort " + f.cohort;
+      zh += "；其优先级不可被抢占，因此不能向资源池 " + f.cohort + " 借用";
+    } else if (f.used + f.requested > f.ceiling) {
+      en += "; borrowing stops at the group's max of " + c;
+      zh += "；借用上限为 " + c;
+    } else {
+      en += "; cohort " + f.cohort + " has " + idle + " idle";
+      zh += "；资源池 " + f.cohort + " 仅剩 " + idle + " 空闲";
+      if (!f.borrowers.empty()) {
+        en += " (borrowed by " + pairs_text(r, f.borrowers, ", ") + ")";
+        zh += "（被借用：" + pairs_text(r, f.borrowers, "，") + "）";
+      }
+    }
+  }
+  return make(kReasonQuota, std::move(en), std::move(zh), std::move(d));
+}
+
 PendingReason quota(std::string_view group, std::string_view resource, std::int64_t used, std::int64_t requested,
                     std::int64_t limit) {
-  json::object d;
-  d["resource"] = resource;
-  d["used"] = used;
-  d["requested"] = requested;
-  d["limit"] = limit;
-  d["resource_group"] = group;
-  std::string r(resource), g(group);
-  std::string u = format_quantity(resource, used), q = format_quantity(resource, requested),
-              l = format_quantity(resource, limit);
-  return make(kReasonQuota, "quota: " + r + " " + u + " of " + l + " in use by " + g + ", this task asks for " + q,
-              "配额不足：" + g + " 的 " + r + " 已用 " + u + "/" + l + "，本任务申请 " + q, std::move(d));
+  QuotaFigures f;
+  f.resource_group = group;
+  f.resource = resource;
+  f.used = used;
+  f.requested = requested;
+  f.guaranteed = limit;
+  f.limit = limit;
+  return quota(f);
 }
 
 PendingReason cluster_offline(std::string_view id, const Cluster* cluster) {
@@ -175,7 +235,109 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
     en += "; " + join(parts_en, ", ");
     zh += "；" + join(parts_zh, "，");
   }
-  return make(kReasonNoNode, std::move(en), std::move(zh), std::move(d));
+  // Nodes had room for single replicas but no cluster for the whole gang: the
+  // task waits for its gang to fit together, not for a node to exist.
+  bool gang = counts.fit > 0 && request.replicas > 1;
+  return make(gang ? kReasonGang : kReasonNoNode, std::move(en), std::move(zh), std::move(d));
+}
+
+PendingReason preemption_grace(const std::vector<VictimFigure>& victims, bool already_stopping) {
+  json::array list;
+  std::vector<std::string> names;
+  for (const auto& v : victims) {
+    json::object o;
+    o["attempt"] = v.attempt_id;
+    o["task"] = v.task_id;
+    o["kind"] = v.kind;
+    list.push_back(std::move(o));
+    names.push_back(v.task_id);
+  }
+  json::object d;
+  d["victims"] = std::move(list);
+  d["already_stopping"] = already_stopping;
+  auto n = static_cast<std::int64_t>(victims.size());
+  std::string en = already_stopping
+                       ? "waiting for " + count_of(n, "stopping task", "stopping tasks") + " to checkpoint and exit: "
+                       : "preempting " + count_of(n, "task", "tasks") + " to make room; waiting out their grace: ";
+  std::string zh = already_stopping ? "等待 " + std::to_string(n) + " 个正在停止的任务保存检查点并退出："
+                                    : "正在抢占 " + std::to_string(n) + " 个任务以腾出资源，等待其宽限期结束：";
+  return make(kReasonPreemptionGrace, en + join(names, ", "), zh + join(names, "、"), std::move(d));
+}
+
+PendingReason reservation(const std::vector<std::string>& held_for) {
+  json::object d;
+  d["held_for"] = string_array(held_for);
+  std::string list = join(held_for, ", ");
+  return make(kReasonReservation,
+              "would fit, but the room is held for earlier waiting " +
+                  std::string(held_for.size() == 1 ? "task " : "tasks ") + list + " so they are not starved",
+              "资源已为更早等待的任务 " + join(held_for, "、") + " 预留（防止其饿死），本任务需等待", std::move(d));
+}
+
+PendingReason preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s) {
+  json::object d;
+  d["priority_class"] = priority_class;
+  d["preempt_after_s"] = preempt_after_s;
+  d["waited_s"] = waited_s;
+  std::string pc(priority_class);
+  std::string left = std::to_string(std::max<std::int64_t>(0, preempt_after_s - waited_s));
+  return make("preemption_not_yet",
+              "priority class " + pc + " may preempt after " + std::to_string(preempt_after_s) +
+                  "s in the queue; waited " + std::to_string(waited_s) + "s (" + left + "s to go)",
+              "优先级 " + pc + " 排队 " + std::to_string(preempt_after_s) + " 秒后才可抢占；已等待 " +
+                  std::to_string(waited_s) + " 秒（还需 " + left + " 秒）",
+              std::move(d));
+}
+
+PendingReason fallbacks(const Step& step, std::int64_t waited_s) {
+  json::array shapes;
+  std::vector<std::string> en_parts, zh_parts;
+  for (std::size_t i = 0; i < step.fallbacks.size(); ++i) {
+    const StepShape& s = step.fallbacks[i];
+    bool tried = waited_s >= s.after_s;
+    json::object o;
+    o["shape"] = static_cast<std::int64_t>(i + 1);
+    o["after_s"] = s.after_s;
+    o["tried"] = tried;
+    o["resources"] = s.resources.to_string();
+    shapes.push_back(std::move(o));
+    std::string what = s.resources.to_string();
+    if (tried) {
+      en_parts.push_back(what + " (tried)");
+      zh_parts.push_back(what + "（已尝试）");
+    } else {
+      std::string left = std::to_string(s.after_s - waited_s);
+      en_parts.push_back(what + " (in " + left + "s)");
+      zh_parts.push_back(what + "（" + left + " 秒后）");
+    }
+  }
+  json::object d;
+  d["shapes"] = std::move(shapes);
+  d["waited_s"] = waited_s;
+  return make(kReasonFallback, "fallback shapes: " + join(en_parts, "; "), "备选规格：" + join(zh_parts, "；"),
+              std::move(d));
+}
+
+PendingReason for_shape(PendingReason reason, int shape) {
+  std::string n = std::to_string(shape);
+  reason.message = "with fallback shape " + n + ": " + reason.message;
+  reason.message_zh = "备选规格 " + n + "：" + reason.message_zh;
+  reason.details["shape"] = shape;
+  return reason;
+}
+
+PendingReason reserved(const std::vector<std::string>& nodes, std::string_view group) {
+  json::object d;
+  d["nodes"] = string_array(nodes);
+  d["resource_group"] = group;
+  std::string g(group);
+  if (nodes.empty()) {
+    return make("reserved", "first in line in " + g + ": its quota is held for it until running work ends",
+                "在 " + g + " 中排在首位：已为其预留配额，等待运行中的任务结束", std::move(d));
+  }
+  std::string list = join(nodes, ", ");
+  return make("reserved", "first in line: room is held for it on " + list + " until running work there ends",
+              "排在首位：已在 " + join(nodes, "、") + " 上为其预留资源，等待其上运行中的任务结束", std::move(d));
 }
 
 PendingReason invalid_request(const Error& error) {

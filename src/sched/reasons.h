@@ -18,8 +18,30 @@ PendingReason dependencies(const std::vector<std::string>& task_ids);
 // details {resource_group}.
 PendingReason unknown_group(std::string_view group);
 
-// "quota: gpu/nvidia-a100-80gb 8 of 8 in use by rg-proj-b, this task asks for 2";
-// details {resource, used, requested, limit, resource_group}.
+// The figures of a quota refusal.
+struct QuotaFigures {
+  std::string resource_group;
+  std::string resource;
+  std::int64_t used = 0;
+  std::int64_t requested = 0;
+  std::int64_t guaranteed = 0;
+  std::int64_t limit = 0;  // what the group could reach now (guarantee, or with borrowing)
+  // Who holds it: project groups of this resource group, largest first.
+  std::vector<std::pair<std::string, std::int64_t>> holders;
+  // Set when the group may borrow from a cohort (its max is above its guarantee).
+  std::string cohort;
+  std::int64_t ceiling = 0;
+  std::int64_t cohort_idle = 0;
+  bool may_borrow = true;  // false: the task's priority class is not preemptible
+  // Groups of the cohort holding above their guarantee, largest first.
+  std::vector<std::pair<std::string, std::int64_t>> borrowers;
+};
+
+// "quota: gpu/nvidia-a100-80gb 8 of 8 in use by rg-proj-b (proj-b 6, proj-x 2),
+// this task asks for 2; cohort gpu-shared has 0 idle (rg-c borrows 4)";
+// details {resource, used, requested, limit, guaranteed, resource_group,
+// holders, and with a cohort: cohort, ceiling, cohort_idle, may_borrow, borrowers}.
+PendingReason quota(const QuotaFigures& f);
 PendingReason quota(std::string_view group, std::string_view resource, std::int64_t used, std::int64_t requested,
                     std::int64_t limit);
 
@@ -40,6 +62,31 @@ PendingReason no_cluster(std::string_view group, std::string_view pinned, const 
 // details {nodes_total, <one key per NodeMisfit>, nodes_fit, replicas, clusters}.
 PendingReason no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,
                       const std::vector<std::string>& clusters);
+
+// Victims were told to stop for this task; details {victims: [{attempt, task,
+// kind}], grace_s}.
+struct VictimFigure {
+  std::string attempt_id;
+  std::string task_id;
+  std::string kind;  // reclaim | priority
+};
+PendingReason preemption_grace(const std::vector<VictimFigure>& victims, bool already_stopping);
+
+// It would fit but for room held for earlier blocked tasks; details {held_for}.
+PendingReason reservation(const std::vector<std::string>& held_for);
+
+// The task may preempt but not yet: details {priority_class, preempt_after_s, waited_s}.
+PendingReason preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s);
+
+// Tried fallback shapes too; details {shapes: [{shape, after_s, tried}], waited_s}.
+PendingReason fallbacks(const Step& step, std::int64_t waited_s);
+
+// A reason met by fallback shape `shape`: the message says so, details.shape = shape.
+PendingReason for_shape(PendingReason reason, int shape);
+
+// First in line: room is held for it (on `nodes`, "cluster/node", or in its
+// group's quota when `nodes` is empty); details {nodes, resource_group}.
+PendingReason reserved(const std::vector<std::string>& nodes, std::string_view group);
 
 // Request validation failed (Error from request_of()).
 PendingReason invalid_request(const Error& error);

@@ -28,9 +28,21 @@ Resources Request::typed_part() const {
   return r;
 }
 
-Result<Request> request_of(const Task& task) {
+std::vector<int> shapes_open(const Task& task, Millis waited_ms) {
+  std::vector<int> out{0};
+  for (std::size_t i = 0; i < task.step.fallbacks.size(); ++i) {
+    if (waited_ms >= task.step.fallbacks[i].after_s * 1000) out.push_back(static_cast<int>(i + 1));
+  }
+  return out;
+}
+
+Result<Request> request_of(const Task& task, int shape) {
   Request req;
-  req.per_replica = task.step.resources;
+  req.shape = shape;
+  if (shape < 0 || shape > static_cast<int>(task.step.fallbacks.size())) {
+    return invalid_request("no fallback shape " + std::to_string(shape), "没有第 " + std::to_string(shape) + " 个备选规格");
+  }
+  req.per_replica = shape == 0 ? task.step.resources : task.step.fallbacks[static_cast<std::size_t>(shape - 1)].resources;
   req.replicas = task.step.replicas;
   if (req.replicas < 1 || req.replicas > kMaxReplicas) {
     return invalid_request(

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "common/clock.h"
 #include "model/types.h"
 
 namespace cp::sched {
@@ -15,6 +17,7 @@ struct Request {
   // "" when no GPU is asked for, "any" for "gpu/any", else the concrete type.
   std::string gpu_type;
   std::int64_t gpus = 0;  // per replica
+  int shape = 0;          // 0: the step's own resources; i: step.fallbacks[i - 1]
 
   bool wants_gpus() const { return gpus > 0; }
   bool any_gpu() const { return gpu_type == "any"; }
@@ -30,6 +33,10 @@ inline constexpr int kMaxReplicas = 1024;
 // The request of a task, or why it cannot be scheduled at all (replicas out
 // of 1..kMaxReplicas, negative or oversized amounts, two GPU types). Submit
 // validation rejects all of these; the scheduler still must not trust it.
-Result<Request> request_of(const Task& task);
+Result<Request> request_of(const Task& task, int shape = 0);
+
+// The shapes a task may use now: 0, then each fallback whose wait has passed
+// (`waited_ms` in the queue), in order.
+std::vector<int> shapes_open(const Task& task, Millis waited_ms);
 
 }  // namespace cp::sched

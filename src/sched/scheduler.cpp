@@ -1,10 +1,15 @@
 #include "sched/scheduler.h"
 
-#include <variant>
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
 
 #include "sched/admission.h"
 #include "sched/cycle_state.h"
 #include "sched/feasible.h"
+#include "sched/fit.h"
+#include "sched/preempt.h"
 #include "sched/queue_order.h"
 #include "sched/reasons.h"
 #include "sched/request.h"
@@ -13,83 +18,281 @@
 namespace cp::sched {
 namespace {
 
-using Outcome = std::variant<Placement, std::vector<PendingReason>>;
-
-// One task through the stages. The order, and why:
+// The gates before any fitting, cheapest first; a reason when the task cannot
+// be a candidate at all:
 //   1. dependencies: a task whose upstream has not finished is not a
-//      candidate at all; nothing else about it is worth saying yet.
+//      candidate; nothing else about it is worth saying yet.
 //   2. request:      a malformed request cannot be judged by any later stage.
 //   3. group:        quota and clusters both come from the resource group.
-//   4. admission:    quota depends on the group alone, not on the fleet. It is
-//                    cheap, and when both quota and capacity are short, quota
-//                    is the answer a user can act on. ("gpu/any" is admitted
-//                    in 7, once a type is chosen.)
-//   5. clusters:     node reasons only mean something inside clusters the
+//   4. clusters:     node reasons only mean something inside clusters the
 //                    task may use; outages of other clusters are not its news.
-//   6. nodes:        per-node filters, each node counted under its first
-//                    failing one, so the reason adds up to the node total.
-//   7. score+select: ranking among feasible nodes only; the gang goes whole
-//                    into one cluster or not at all.
-// Preemption (the next issue) slots in after 7 for a task that did not fit.
-Outcome schedule_one(const CycleState& state, const QueuedTask& queued) {
+// Quota comes first inside fit_shape(): it depends on the group alone, and
+// when both quota and capacity are short, quota is the answer a user can act on.
+std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const QueuedTask& queued, Millis now,
+                                                  TaskContext& c) {
   const Task& task = queued.task;
-
+  c.queued = &queued;
+  c.task = &task;
   if (!queued.unfinished_dependencies.empty()) {
     return std::vector{reasons::dependencies(queued.unfinished_dependencies)};
   }
+  c.waited_ms = std::max<Millis>(0, now - task.queued_at);
+  for (int shape : shapes_open(task, c.waited_ms)) {
+    auto request = request_of(task, shape);
+    if (!request) return std::vector{reasons::invalid_request(request.error())};
+    c.shapes.push_back(std::move(*request));
+  }
+  c.group = state.group(task.resource_group);
+  if (c.group == nullptr) return std::vector{reasons::unknown_group(task.resource_group)};
+  c.priority_class = state.priority_class(task.priority_class);
+  c.may_borrow = c.priority_class == nullptr || c.priority_class->preemptible;
+  c.clusters = feasible_clusters(state, *c.group, task);
+  if (c.clusters.usable.empty()) {
+    if (c.clusters.none) return std::vector{std::move(*c.clusters.none)};
+    return std::move(c.clusters.offline);
+  }
+  return std::nullopt;
+}
 
-  auto request = request_of(task);
-  if (!request) return std::vector{reasons::invalid_request(request.error())};
+// Tasks alike in everything a failed fit depends on: once one of them fails
+// in a cycle, the others fail too (the cycle only adds load, holds and
+// claims), so their answers are remembered (equivalence classes, as
+// Kubernetes and Kueue do). Only failures are remembered.
+std::string class_key(const TaskContext& c) {
+  const Task& t = *c.task;
+  std::string k = t.resource_group;
+  k += '\x1f';
+  k += t.cluster;
+  for (const auto& [key, value] : t.cluster_selector) k += '\x1f' + key + '=' + value;
+  k += '\x1f' + t.priority_class + '\x1f' + std::to_string(t.priority);
+  k += '\x1f';
+  k += c.may_borrow ? 'b' : '-';
+  k += may_preempt_now(c) ? 'p' : '-';
+  for (const Request& r : c.shapes) k += '\x1f' + r.per_replica.to_string() + '*' + std::to_string(r.replicas);
+  return k;
+}
 
-  const ResourceGroup* group = state.group(task.resource_group);
-  if (group == nullptr) return std::vector{reasons::unknown_group(task.resource_group)};
+std::vector<std::string> node_names(const Placement& p) {
+  std::vector<std::string> out;
+  for (const auto& r : p.placements) {
+    std::string n = p.cluster_id + "/" + r.node;
+    out.push_back(std::move(n));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
-  auto refused = check_quota(*group, state.group_used(group->name), request->typed_part(), request->replicas);
-  if (!refused.empty()) return refused;
+class Cycle {
+ public:
+  Cycle(const Snapshot& snapshot, Millis now) : state_(snapshot), now_(now), config_(snapshot.config) {}
 
-  ClusterFeasibility clusters = feasible_clusters(state, *group, task);
-  if (clusters.usable.empty()) {
-    if (clusters.none) return std::vector{std::move(*clusters.none)};
-    return std::move(clusters.offline);
+  Plan run(const std::vector<QueuedTask>& queue, const QueueOrder& order) {
+    for (const QueuedTask* queued : processing_order(queue, order)) one(*queued);
+    return std::move(plan_);
   }
 
-  NodeFeasibility nodes = feasible_nodes(state, clusters.usable, *group, *request);
-  Selection selection;
-  if (!nodes.fit.empty()) selection = select_gang(state, *group, task, *request, nodes.fit);
-  if (selection.placement) return std::move(*selection.placement);
+ private:
+  // What is known of a class of tasks that failed to fit in this cycle.
+  struct Failed {
+    std::vector<PendingReason> reasons;
+    Blocked blocked = Blocked::kNo;
+    bool not_behind_holds = false;   // a. does not fit even without holds
+    bool not_after_stopping = false; // b. does not fit even once stopping work is gone
+    bool no_victims = false;         // c. no victim set makes it fit
+  };
 
-  std::vector<PendingReason> why = std::move(selection.quota);
-  if (why.empty()) why.push_back(reasons::no_node(nodes.counts, *request, *group, clusters.usable));
-  // Clusters that are down might have taken the task: say so too.
-  for (auto& r : clusters.offline) why.push_back(std::move(r));
-  return why;
-}
+  void one(const QueuedTask& queued) {
+    TaskContext c;
+    if (auto refused = prepare(state_, queued, now_, c)) {
+      pend(queued.task.id, std::move(*refused));
+      return;
+    }
+    std::string key = class_key(c);
+    auto known = failed_.find(key);
+    if (known == failed_.end()) {
+      Fit fit = fit_shapes(state_, state_, c, true);
+      if (fit.placement) {
+        // Charged at once, so the tasks after this one see its quota and nodes taken.
+        state_.commit(*c.task, *fit.placement);
+        plan_.placements.push_back(std::move(*fit.placement));
+        return;
+      }
+      known = failed_.emplace(std::move(key), Failed{std::move(fit.reasons), fit.blocked}).first;
+    }
+    Failed& f = known->second;
+    std::vector<PendingReason> why = f.reasons;
+    // Clusters that are down might have taken the task: say so too.
+    for (auto& r : c.clusters.offline) why.push_back(r);
+    if (f.blocked != Blocked::kNo) blocked(c, f, why);
+    if (!c.task->step.fallbacks.empty()) why.push_back(reasons::fallbacks(c.task->step, c.waited_ms / 1000));
+    pend(c.task->id, std::move(why));
+  }
+
+  // The task is short of quota or nodes. In this order, the first that applies:
+  //   a. it would fit but for room held for earlier tasks: it waits behind them;
+  //   b. it fits once work already stopping is gone: it holds that room;
+  //   c. it may preempt and a victim set exists: victims stop, it holds the room;
+  //   d. it is the first blocked task of its group: it reserves what it waits for.
+  void blocked(const TaskContext& c, Failed& f, std::vector<PendingReason>& why) {
+    if (!f.not_behind_holds) {
+      if (behind_holds(c, why)) return;
+      f.not_behind_holds = true;
+    }
+    if (!f.not_after_stopping) {
+      if (after_stopping(c, why)) return;
+      f.not_after_stopping = true;
+    }
+    if (!f.no_victims) {
+      if (preempt(c, f.blocked, why)) return;
+      f.no_victims = true;
+    }
+    Blocked how = f.blocked;
+    if (c.priority_class != nullptr && c.priority_class->may_preempt && !may_preempt_now(c)) {
+      why.push_back(reasons::preempt_later(c.priority_class->name, c.priority_class->preempt_after_s,
+                                           c.waited_ms / 1000));
+    }
+    reserve(c, how, why);
+  }
+
+  bool behind_holds(const TaskContext& c, std::vector<PendingReason>& why) {
+    if (state_.nodes_with_holds().empty() && !state_.quota().has_holds()) return false;
+    ModeView free_of_holds(state_, LoadMode::kNoHolds);
+    Fit f = fit_shapes(state_, free_of_holds, c, false, false);
+    if (!f.placement) return false;
+    std::vector<std::size_t> nodes;
+    for (const auto& r : f.placement->placements) {
+      if (auto i = state_.node_index(f.placement->cluster_id, r.node)) nodes.push_back(*i);
+    }
+    std::vector<std::string> holders = state_.holders_on(nodes);
+    for (auto& t : state_.quota_holders(c.group->name)) holders.push_back(t);
+    std::sort(holders.begin(), holders.end());
+    holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+    why.insert(why.begin(), reasons::reservation(holders));
+    return true;
+  }
+
+  bool after_stopping(const TaskContext& c, std::vector<PendingReason>& why) {
+    if (state_.nodes_with_stopping().empty()) return false;
+    // Work stopping and not yet claimed by an earlier task of this cycle.
+    std::vector<std::size_t> stopping;
+    for (std::size_t w : state_.stopping_work()) {
+      if (!state_.claimed(w)) stopping.push_back(w);
+    }
+    if (stopping.empty()) return false;
+    Overlay freed(state_);
+    for (std::size_t w : stopping) state_.take_out(w, freed);
+    Fit f = fit_shapes(state_, freed, c, true, false);
+    for (std::size_t w : stopping) state_.put_back(w, freed);
+    if (!f.placement) return false;
+    // It takes over what stops on its nodes (and, for quota, in its group).
+    std::set<std::string> nodes;
+    for (const auto& r : f.placement->placements) nodes.insert(r.node);
+    std::vector<std::size_t> claimed;
+    std::vector<reasons::VictimFigure> victims;
+    for (std::size_t w : stopping) {
+      const RunningWork& work = state_.running(w);
+      bool here = work.cluster_id == f.placement->cluster_id &&
+                  std::any_of(work.placements.begin(), work.placements.end(),
+                              [&](const ReplicaPlacement& r) { return nodes.contains(r.node); });
+      if (!here && work.resource_group != c.task->resource_group) continue;
+      claimed.push_back(w);
+      if (here) victims.push_back({work.attempt_id, work.task_id, "stopping"});
+    }
+    state_.hold_over(*c.task, *f.placement, claimed);
+    why.insert(why.begin(), reasons::preemption_grace(victims, true));
+    return true;
+  }
+
+  bool preempt(const TaskContext& c, Blocked how, std::vector<PendingReason>& why) {
+    auto set = find_victims(state_, c, how, config_.max_victims);
+    if (!set) return false;
+    std::vector<reasons::VictimFigure> figures;
+    std::vector<std::size_t> claimed;
+    const Task& t = *c.task;
+    std::string by = t.id + " (" + (t.priority_class.empty() ? "priority" : t.priority_class) + " " +
+                     std::to_string(t.priority) + ")";
+    for (const Victim& v : set->victims) {
+      const RunningWork& w = state_.running(v.work);
+      Preemption p;
+      p.attempt_id = w.attempt_id;
+      p.task_id = w.task_id;
+      p.cluster_id = w.cluster_id;
+      p.preemptor = t.id;
+      p.kind = v.reclaim ? "reclaim" : "priority";
+      if (v.reclaim) {
+        p.message = "preempted by " + by + ": " + t.resource_group + " reclaims capacity that " + w.resource_group +
+                    " borrowed";
+        p.message_zh = "被任务 " + by + " 抢占：" + t.resource_group + " 收回被 " + w.resource_group + " 借用的资源";
+      } else {
+        p.message = "preempted by " + by + ", which outranks priority " + std::to_string(w.priority);
+        p.message_zh = "被更高优先级的任务 " + by + " 抢占（本任务优先级 " + std::to_string(w.priority) + "）";
+      }
+      figures.push_back({w.attempt_id, w.task_id, p.kind});
+      plan_.preemptions.push_back(std::move(p));
+      state_.mark_stopping(v.work);
+      claimed.push_back(v.work);
+    }
+    state_.hold_over(t, set->placement, claimed);
+    why.insert(why.begin(), reasons::preemption_grace(figures, false));
+    return true;
+  }
+
+  void reserve(const TaskContext& c, Blocked how, std::vector<PendingReason>& why) {
+    int& left = reservations_.try_emplace(c.group->name, config_.reservations_per_group).first->second;
+    if (left <= 0) return;
+    // A few tries per group and cycle: a group whose blocked tasks cannot
+    // reserve (nothing big enough) must not make every one of them try.
+    if (++reservation_tries_[c.group->name] > 4 * config_.reservations_per_group) return;
+    const Request& primary = c.shapes.front();
+    if (!state_.quota().could_ever_fit(*c.group, primary.typed_part(), primary.replicas, c.may_borrow)) return;
+    if (how == Blocked::kQuota) {
+      // A bare GPU count is refused per type; which type it would wait for is not known.
+      if (primary.any_gpu()) return;
+      --left;
+      state_.hold_quota(*c.task, primary.per_replica, primary.replicas);
+      why.push_back(reasons::reserved({}, c.group->name));
+      return;
+    }
+    // Where it would fit once running work there ends; among those, the nodes
+    // with the most free now (the shortest wait).
+    ModeView drained(state_, LoadMode::kDrained);
+    NodeFeasibility nodes = feasible_nodes(state_, drained, c.clusters.usable, *c.group, primary);
+    if (nodes.fit.empty()) return;
+    SelectOptions options;
+    options.loads = &drained;
+    options.score_loads = &state_;
+    options.policy = PlacementPolicy::spread;
+    options.may_borrow = c.may_borrow;
+    Selection s = select_gang(state_, *c.group, *c.task, primary, nodes.fit, options);
+    if (!s.placement) return;
+    --left;
+    state_.hold(*c.task, *s.placement);
+    why.push_back(reasons::reserved(node_names(*s.placement), c.group->name));
+  }
+
+  void pend(const std::string& id, std::vector<PendingReason> why) {
+    plan_.pending.push_back(Pending{id, std::move(why)});
+  }
+
+  CycleState state_;
+  Millis now_;
+  SchedulerConfig config_;
+  std::map<std::string, int> reservations_;
+  std::map<std::string, int> reservation_tries_;
+  std::map<std::string, Failed> failed_;
+  Plan plan_;
+};
 
 }  // namespace
 
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now) {
+  if (snapshot.config.fair_share) return decide(snapshot, queue, now, FairShareOrder(snapshot));
   return decide(snapshot, queue, now, PriorityOrder{});
 }
 
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now, const QueueOrder& order) {
-  (void)now;  // v1 needs no time; preemption (a task's wait vs preempt_after_s) will.
-  CycleState state(snapshot);
-  Plan plan;
-  for (const QueuedTask* queued : processing_order(queue, order)) {
-    Outcome outcome = schedule_one(state, *queued);
-    if (auto* placement = std::get_if<Placement>(&outcome)) {
-      // Charged at once, so the tasks after this one see its quota and nodes taken.
-      state.commit(queued->task.resource_group, *placement);
-      plan.placements.push_back(std::move(*placement));
-      continue;
-    }
-    // Head of line: v1 lets the tasks behind a blocked one try; they may be
-    // smaller and fit. To keep a big gang from starving behind a stream of
-    // small tasks, a reservation goes here: the blocked task's chosen nodes
-    // charged to `state` like a placement, but not emitted in the plan.
-    plan.pending.push_back(Pending{queued->task.id, std::get<std::vector<PendingReason>>(std::move(outcome))});
-  }
-  return plan;
+  return Cycle(snapshot, now).run(queue, order);
 }
 
 }  // namespace cp::sched

@@ -19,12 +19,30 @@ struct RunningWork {
   std::string attempt_id;
   std::string resource_group;
   std::string project_group;
+  std::string user;
   std::string cluster_id;
   int priority = 0;
-  bool preemptible = true;
+  bool preemptible = true;  // its priority class lets others preempt it
+  bool checkpoint = false;  // the step keeps a checkpoint: little work is lost
+  // Already told to stop (Preempting, or cancelled and in its grace): what it
+  // holds is freed soon, so it is never chosen as a victim again.
+  bool stopping = false;
   Resources per_replica;  // gpu entries name the concrete type placed on
   std::vector<ReplicaPlacement> placements;
-  Millis started_at = 0;
+  Millis started_at = 0;  // 0: not started yet (Dispatched)
+};
+
+// Knobs of the cycle; the defaults are what the server runs with.
+struct SchedulerConfig {
+  // Order inside a resource group by dominant resource share of the project
+  // group, then of the user, after priority (false: submit time only).
+  bool fair_share = true;
+  // Blocked tasks per resource group that reserve what they wait for
+  // (nodes, and quota of their group), so smaller tasks behind them cannot
+  // starve them. 0: no reservations (pure best-effort backfill).
+  int reservations_per_group = 1;
+  // The most victims one preemption may pick.
+  int max_victims = 64;
 };
 
 struct Snapshot {
@@ -33,6 +51,7 @@ struct Snapshot {
   std::vector<ResourceGroup> resource_groups;
   std::vector<PriorityClass> priority_classes;
   std::vector<RunningWork> running;
+  SchedulerConfig config;
 };
 
 // A task waiting in the queue, with what the scheduler needs to know about it.
@@ -49,6 +68,24 @@ struct Placement {
   // Per replica, with a step's bare "gpu" request resolved to "gpu/<type>" of
   // the chosen nodes: this is what quota is charged.
   Resources per_replica;
+  // 0: the step's own resources; i > 0: step.fallbacks[i - 1].
+  int shape = 0;
+  // Part of this placement is capacity borrowed from the group's cohort
+  // (above its guarantee): reclaimable by the lenders.
+  bool borrowing = false;
+};
+
+// Running work to stop so that a waiting task fits. The preemptor is not
+// placed in the same plan: it waits (kReasonPreemptionGrace) until its
+// victims have checkpointed and gone, holding the room they free.
+struct Preemption {
+  std::string attempt_id;
+  std::string task_id;     // the victim
+  std::string cluster_id;
+  std::string preemptor;   // the task that needs the room
+  std::string kind;        // "reclaim" (it borrowed from the preemptor's group) | "priority"
+  std::string message;     // en, names the preemptor and why
+  std::string message_zh;
 };
 
 struct Pending {
@@ -58,6 +95,7 @@ struct Pending {
 
 struct Plan {
   std::vector<Placement> placements;
+  std::vector<Preemption> preemptions;
   std::vector<Pending> pending;
 };
 
@@ -71,6 +109,14 @@ inline constexpr std::string_view kReasonUnknownGroup = "unknown_resource_group"
 // The task's own request is unusable (replicas out of range, negative amounts,
 // two GPU types); validation at submit should make this unreachable.
 inline constexpr std::string_view kReasonInvalidRequest = "invalid_request";
+// Victims were told to stop for this task; it waits out their grace period.
+inline constexpr std::string_view kReasonPreemptionGrace = "waiting_for_preemption";
+// It would fit, but on room held for an earlier blocked task (no starvation).
+inline constexpr std::string_view kReasonReservation = "behind_reservation";
+// Some replicas of the gang fit, not all of them in one cluster.
+inline constexpr std::string_view kReasonGang = "waiting_for_gang";
+// Tried with a fallback shape too (details name the shapes and their waits).
+inline constexpr std::string_view kReasonFallback = "fallback_shapes";
 
 // A step's GPU count without a type: any GPU node will do, and the plan names
 // the concrete type placed on (Placement::per_replica).
@@ -78,7 +124,8 @@ inline constexpr std::string_view kGpuAny = "gpu/any";
 
 class QueueOrder;  // queue_order.h
 
-// One scheduling cycle with the default order (priority, submit time, id).
+// One scheduling cycle with the order of snapshot.config (priority, fair
+// share when on, submit time, id).
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now);
 // The same with the order within each resource group supplied (fair share).
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now, const QueueOrder& order);

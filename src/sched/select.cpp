@@ -24,10 +24,25 @@ AttemptKey key_of(const NodeView& node, const Request& request) {
 // Places all replicas on `nodes` (one attempt's nodes) or returns nullopt.
 // Works on copies of the nodes' loads, so a failed attempt leaves no trace.
 std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& state, const ResourceGroup& group,
-                                                            const Request& request, const Resources& per_replica,
-                                                            const std::vector<std::size_t>& nodes) {
+                                                            const Task& task, const Request& request,
+                                                            const Resources& per_replica,
+                                                            const std::vector<std::size_t>& nodes,
+                                                            const SelectOptions& options) {
+  // A one-replica task needs no copies: the first best node is the answer.
   std::map<std::size_t, NodeLoad> loads;
-  for (std::size_t i : nodes) loads.emplace(i, state.load(i));
+  std::map<std::size_t, NodeLoad> score_loads;
+  const bool separate_scores = options.score_loads != nullptr && options.score_loads != options.loads;
+  const LoadMode fit_mode = options.loads->mode();
+  const LoadMode score_mode = separate_scores ? options.score_loads->mode() : fit_mode;
+  auto fit_load = [&](std::size_t i) -> const NodeLoad& {
+    auto it = loads.find(i);
+    return it == loads.end() ? options.loads->load(i) : it->second;
+  };
+  auto score_load = [&](std::size_t i) -> const NodeLoad& {
+    if (!separate_scores) return fit_load(i);
+    auto it = score_loads.find(i);
+    return it == score_loads.end() ? options.score_loads->load(i) : it->second;
+  };
 
   std::vector<ReplicaPlacement> out;
   for (int replica = 0; replica < request.replicas; ++replica) {
@@ -35,8 +50,8 @@ std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& st
     Score best_score{};
     for (std::size_t i : nodes) {  // ascending (cluster id, name): the first best wins ties
       const NodeView& node = state.nodes()[i];
-      if (node_misfit(node, loads[i], group, request)) continue;
-      Score s = score_node(group.placement, node, loads[i], request);
+      if (node_misfit(node, fit_load(i), group, request, fit_mode)) continue;
+      Score s = score_node(options.policy, node, score_load(i), request, task.project_group, score_mode);
       if (!best || s < best_score) {
         best = i;
         best_score = s;
@@ -44,8 +59,23 @@ std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& st
     }
     if (!best) return std::nullopt;
     const NodeView& node = state.nodes()[*best];
-    std::vector<int> gpus = lowest_free_gpus(node, loads[*best], request.gpus);
-    loads[*best].add(per_replica, gpus);
+    std::vector<int> gpus = lowest_free_gpus(node, fit_load(*best), request.gpus, fit_mode);
+    if (request.replicas > 1) {
+      // The next replica sees this one: as a hold where only holds count.
+      auto charge = [&](NodeLoad& load, LoadMode mode) {
+        if (mode == LoadMode::kDrained) {
+          load.hold(per_replica);
+        } else {
+          load.add(per_replica, gpus, task.project_group);
+        }
+      };
+      if (!loads.contains(*best)) loads.emplace(*best, options.loads->load(*best));
+      charge(loads[*best], fit_mode);
+      if (separate_scores) {
+        if (!score_loads.contains(*best)) score_loads.emplace(*best, options.score_loads->load(*best));
+        charge(score_loads[*best], score_mode);
+      }
+    }
     out.push_back(ReplicaPlacement{replica, node.name(), std::move(gpus)});
   }
   return out;
@@ -54,12 +84,34 @@ std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& st
 }  // namespace
 
 Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
-                      const std::vector<std::size_t>& fit) {
+                      const std::vector<std::size_t>& fit, const SelectOptions& options) {
+  const LoadView& score_loads = options.score_loads ? *options.score_loads : *options.loads;
+  if (request.replicas == 1 && !request.any_gpu()) {
+    // One replica of one type: the best node of all is the answer; no need
+    // to sort them (the common case, and the hot path of a big queue).
+    std::optional<std::pair<Score, std::size_t>> best;
+    for (std::size_t i : fit) {
+      std::pair<Score, std::size_t> ranked{score_node(options.policy, state.nodes()[i], score_loads.load(i), request,
+                                                      task.project_group, score_loads.mode()),
+                                           i};
+      if (!best || ranked < *best) best = ranked;
+    }
+    Selection out;
+    if (!best) return out;
+    const NodeView& node = state.nodes()[best->second];
+    std::vector<ReplicaPlacement> placed{ReplicaPlacement{
+        0, node.name(),
+        lowest_free_gpus(node, options.loads->load(best->second), request.gpus, options.loads->mode())}};
+    out.placement = Placement{task.id, node.cluster_id(), std::move(placed), request.per_replica, request.shape, false};
+    return out;
+  }
   // Rank every feasible node once, as it stands before this task.
   std::vector<std::pair<Score, std::size_t>> ranked;
   ranked.reserve(fit.size());
   for (std::size_t i : fit) {
-    ranked.emplace_back(score_node(group.placement, state.nodes()[i], state.load(i), request), i);
+    ranked.emplace_back(score_node(options.policy, state.nodes()[i], score_loads.load(i), request, task.project_group,
+                                   score_loads.mode()),
+                        i);
   }
   std::sort(ranked.begin(), ranked.end());
 
@@ -76,15 +128,24 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
   Selection out;
   std::set<std::string> quota_reported;
   for (const auto& key : order) {
-    auto& nodes = members[key];
-    std::sort(nodes.begin(), nodes.end());
+    auto& nodes = members[key];  // in rank order
     Resources per_replica = request.any_gpu() ? request.resolved(key.second) : request.per_replica;
-    auto placed = place_replicas(state, group, request, per_replica, nodes);
+    std::optional<std::vector<ReplicaPlacement>> placed;
+    if (request.replicas == 1) {
+      // The best-ranked node of the attempt is where place_replicas would put it.
+      const NodeView& node = state.nodes()[nodes.front()];
+      placed.emplace(1, ReplicaPlacement{0, node.name(),
+                                         lowest_free_gpus(node, options.loads->load(nodes.front()), request.gpus,
+                                                          options.loads->mode())});
+    } else {
+      std::sort(nodes.begin(), nodes.end());
+      placed = place_replicas(state, group, task, request, per_replica, nodes, options);
+    }
     if (!placed) continue;
     if (request.any_gpu()) {
       // Admission of a bare GPU count waits until here: only now is the type
       // (and so the quota entry it is charged to) known.
-      auto refused = check_quota(group, state.group_used(group.name), per_replica, request.replicas);
+      auto refused = state.quota().check(group, per_replica, request.replicas, options.may_borrow, options.count_held);
       if (!refused.empty()) {
         for (auto& r : refused) {
           if (quota_reported.insert(r.details["resource"].as_string().c_str()).second) {
@@ -94,7 +155,7 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
         continue;
       }
     }
-    out.placement = Placement{task.id, key.first, std::move(*placed), std::move(per_replica)};
+    out.placement = Placement{task.id, key.first, std::move(*placed), std::move(per_replica), request.shape, false};
     return out;
   }
   return out;

@@ -20,8 +20,16 @@ struct Selection {
   std::vector<PendingReason> quota;
 };
 
+struct SelectOptions {
+  const LoadView* loads = nullptr;        // what fits: the cycle's loads or an overlay
+  const LoadView* score_loads = nullptr;  // what ranks nodes (nullptr: `loads`)
+  PlacementPolicy policy = PlacementPolicy::binpack;
+  bool may_borrow = true;  // for the quota of "gpu/any", known only here
+  bool count_held = true;
+};
+
 // `fit`: the nodes that passed feasibility for one replica (ascending index).
 Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
-                      const std::vector<std::size_t>& fit);
+                      const std::vector<std::size_t>& fit, const SelectOptions& options);
 
 }  // namespace cp::sched

@@ -132,11 +132,18 @@ static Status compute_orders(Tx& tx, const std::string& cluster_id, const std::s
 
 // Applies an agent's terminal report to the attempt and its task.
 static Status finish_attempt(Tx& tx, Attempt& a, const AttemptReport& r, Millis now, const std::string& actor) {
+  // A preempted attempt keeps the scheduler's message (who preempted it and
+  // why) in front of the agent's ("preempted; grace expired, killed").
+  const bool preempted = r.state == AttemptState::Preempted && a.stop_reason == "preempt" && !a.message.empty();
   a.state = r.state;
   a.exit_code = r.exit_code;
   a.finished_at = r.finished_at ? r.finished_at : now;
   if (a.started_at == 0) a.started_at = r.started_at;
-  a.message = r.message;
+  if (!preempted) {
+    a.message = r.message;
+  } else if (!r.message.empty()) {
+    a.message += " (" + r.message + ")";
+  }
   CP_TRY(tx.update_attempt(a));
   CP_ASSIGN(auto eid, tx.append_event(make_event(now, actor, "attempt", a.id, "attempt.state", "",
                                                 boost::describe::enum_to_string(a.state, "?"), r.message)));
@@ -177,6 +184,17 @@ static Status finish_attempt(Tx& tx, Attempt& a, const AttemptReport& r, Millis 
         CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, actor, msg));
         return internal::cancel_dependents(tx, *t, now, actor);
       }
+      // Back to the queue as the same task: `attempts` is kept, so the next
+      // attempt is number + 1 and resumes (CUBEPLANE_RESUME, its checkpoint).
+      if (r.state == AttemptState::Preempted && a.stop_reason == "preempt") {
+        t->reasons = {PendingReason{"requeued_after_preemption",
+                                    "attempt " + std::to_string(a.number) + " was preempted (" + a.message +
+                                        "); waiting for a new placement to resume",
+                                    "第 " + std::to_string(a.number) + " 次尝试被抢占（" + a.message +
+                                        "）；等待重新调度后继续",
+                                    {}}};
+        return internal::transition(tx, *t, TaskState::Queued, now, actor, a.message);
+      }
       t->reasons = {PendingReason{"requeued", "attempt " + std::to_string(a.number) + " ended early (" + msg +
                                                   "); waiting for a new placement",
                                   "第 " + std::to_string(a.number) + " 次尝试提前结束（" + msg + "）；等待重新调度",
@@ -185,6 +203,36 @@ static Status finish_attempt(Tx& tx, Attempt& a, const AttemptReport& r, Millis 
     default:
       return {};
   }
+}
+
+// An attempt told to stop (cancel, preempt) before its agent ever had it
+// ends here, since no stop order can reach it: a start order goes out only
+// for Dispatched attempts, so once it is Stopping it is never started. That
+// the agent never had it is known from this sync: the agent reports every
+// attempt it holds until the server acks its end, and builds each sync after
+// applying the answer to the previous one (an answer it dropped, e.g. an
+// aborted long-poll, started nothing). Stale syncs never get here.
+//
+//   sync k      agent holds {}           server: A Dispatched -> start A
+//   (answer to sync k lost, or A created after it)
+//   cycle       A preempted: Stopping    (started_at 0: never reported running)
+//   sync k+1    agent holds {}           server: A ends Preempted / Cancelled here
+static Result<bool> end_unstarted_stops(Tx& tx, const std::string& cluster_id, const std::set<std::string>& reported,
+                                        Millis now, const std::string& actor) {
+  CP_ASSIGN(auto active, tx.active_attempts(cluster_id));
+  bool ended = false;
+  for (auto& a : active) {
+    if (a.state != AttemptState::Stopping || a.started_at != 0 || reported.count(a.id)) continue;
+    AttemptReport r;
+    r.attempt_id = a.id;
+    r.epoch = a.epoch;
+    r.state = a.stop_reason == "preempt" ? AttemptState::Preempted : AttemptState::Cancelled;
+    r.finished_at = now;
+    r.message = "stopped before the agent started it";
+    CP_TRY(finish_attempt(tx, a, r, now, actor));
+    ended = true;
+  }
+  return ended;
 }
 
 Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const SyncRequest& req) {
@@ -298,6 +346,11 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
         freed = true;
         continue;
       }
+      if (a->started_at == 0 && a->state == AttemptState::Stopping && r.started_at != 0) {
+        // Told to stop before its first report reached us: it did start, so
+        // ending it is the agent's business (end_unstarted_stops skips it).
+        a->started_at = r.started_at;
+      }
       if (r.state == AttemptState::Running && a->state == AttemptState::Dispatched) {
         a->state = AttemptState::Running;
         a->started_at = r.started_at ? r.started_at : now;
@@ -309,6 +362,8 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
       }
       CP_TRY(tx.update_attempt(*a));
     }
+    CP_ASSIGN(bool ended, end_unstarted_stops(tx, cid, reported, now, actor));
+    freed = freed || ended;
     CP_TRY(compute_orders(tx, cid, reported, resp));
     return {};
   }));

@@ -52,6 +52,10 @@ struct ServerConfig {
   std::int64_t sync_interval_ms = 2000;
   std::int64_t log_chunk_max_bytes = 1 << 20;
   std::int64_t max_tasks_per_pipeline = 1000;
+  // The scheduler's knobs (sched::SchedulerConfig, which documents them).
+  bool fair_share = true;          // order within a group by dominant share after priority
+  int reservations_per_group = 1;  // blocked tasks per group that hold what they wait for; 0: none
+  int max_victims = 64;            // the most victims one preemption may pick
 };
 
 // Figures for /metrics, computed from the store.

@@ -24,9 +24,13 @@ struct ServerSpec {
   std::int64_t lease_ttl_s = 30;
   std::int64_t lost_after_s = 40;
   std::int64_t credential_ttl_s = 3600;
+  bool fair_share = true;
+  int reservations_per_group = 1;
+  int max_victims = 64;
 };
 BOOST_DESCRIBE_STRUCT(ServerSpec, (),
-                      (listen, store, objects, web_root, log_level, lease_ttl_s, lost_after_s, credential_ttl_s))
+                      (listen, store, objects, web_root, log_level, lease_ttl_s, lost_after_s, credential_ttl_s,
+                       fair_share, reservations_per_group, max_victims))
 
 struct ServerDoc {
   std::string apiVersion;
@@ -101,9 +105,18 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       fleet.server.control.lease_ttl_s = sd.spec.lease_ttl_s;
       fleet.server.control.lost_after_s = sd.spec.lost_after_s;
       fleet.server.control.credential_ttl_s = sd.spec.credential_ttl_s;
+      fleet.server.control.fair_share = sd.spec.fair_share;
+      fleet.server.control.reservations_per_group = sd.spec.reservations_per_group;
+      fleet.server.control.max_victims = sd.spec.max_victims;
       if (sd.spec.lease_ttl_s < 5 || sd.spec.lost_after_s < sd.spec.lease_ttl_s) {
         return in_document(i, errors::invalid("spec.lost_after_s", "must be >= lease_ttl_s >= 5",
                                               "必须 >= lease_ttl_s >= 5"));
+      }
+      if (sd.spec.reservations_per_group < 0 || sd.spec.reservations_per_group > 1000) {
+        return in_document(i, errors::invalid("spec.reservations_per_group", "must be 0..1000", "应为 0..1000"));
+      }
+      if (sd.spec.max_victims < 1 || sd.spec.max_victims > 10000) {
+        return in_document(i, errors::invalid("spec.max_victims", "must be 1..10000", "应为 1..10000"));
       }
     } else if (kind == "Cluster") {
       ClusterDoc cd;

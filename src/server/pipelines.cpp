@@ -20,12 +20,46 @@ Error not_visible(const std::string& kind, const std::string& id) { return error
 
 // A bare "gpu/any" request is resolved at placement; cpu and memory fall back
 // to the resource group's defaults (a LimitRange, in Kubernetes terms).
-void apply_defaults(Step& step, const ResourceGroup& rg) {
+void apply_defaults(Resources& r, const ResourceGroup& rg) {
   for (auto name : {kCpu, kMemory}) {
-    if (step.resources.get(name) == 0 && rg.default_request.get(name) > 0) {
-      step.resources.set(name, rg.default_request.get(name));
-    }
+    if (r.get(name) == 0 && rg.default_request.get(name) > 0) r.set(name, rg.default_request.get(name));
   }
+}
+
+// Every shape a step may run in gets the defaults: a fallback inherits the
+// step's omissions as it inherits the rest.
+void apply_defaults(Step& step, const ResourceGroup& rg) {
+  apply_defaults(step.resources, rg);
+  for (auto& shape : step.fallbacks) apply_defaults(shape.resources, rg);
+}
+
+// The group's per-task maximum, on the whole gang of one shape; `path` is
+// where that shape's resources are written.
+Status check_task_maximum(const Resources& per_replica, int replicas, const ResourceGroup& rg,
+                          const std::string& path) {
+  Resources total = per_replica.times(replicas);
+  for (const auto& name : total.exceeding(rg.max_per_task)) {
+    if (rg.max_per_task.get(name) == 0) continue;  // only named maxima apply
+    Error e = errors::invalid(path + "." + name,
+                              "asks " + format_quantity(name, total.get(name)) + " but resource group " + rg.name +
+                                  " allows at most " + format_quantity(name, rg.max_per_task.get(name)) + " per task",
+                              "申请 " + format_quantity(name, total.get(name)) + "，但资源组 " + rg.name +
+                                  " 每个任务最多 " + format_quantity(name, rg.max_per_task.get(name)));
+    e.code = "exceeds_task_maximum";
+    return e;
+  }
+  return {};
+}
+
+// Each shape must fit: a fallback past the maximum could never be placed.
+Status check_task_maximum(const Step& step, const ResourceGroup& rg, const std::string& path) {
+  if (rg.max_per_task.empty()) return {};
+  CP_TRY(check_task_maximum(step.resources, step.replicas, rg, path + ".resources"));
+  for (std::size_t j = 0; j < step.fallbacks.size(); ++j) {
+    CP_TRY(check_task_maximum(step.fallbacks[j].resources, step.replicas, rg,
+                              path + ".fallbacks[" + std::to_string(j) + "].resources"));
+  }
+  return {};
 }
 
 }  // namespace
@@ -100,20 +134,7 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
     for (std::size_t i = 0; i < pipeline.steps.size(); ++i) {
       auto& step = pipeline.steps[i];
       apply_defaults(step, *rg);
-      if (!rg->max_per_task.empty()) {
-        Resources total = step.resources.times(step.replicas);
-        for (const auto& name : total.exceeding(rg->max_per_task)) {
-          if (rg->max_per_task.get(name) == 0) continue;  // only named maxima apply
-          Error e = errors::invalid("spec.steps[" + std::to_string(i) + "].resources." + name,
-                                    "asks " + format_quantity(name, total.get(name)) + " but resource group " +
-                                        rg->name + " allows at most " +
-                                        format_quantity(name, rg->max_per_task.get(name)) + " per task",
-                                    "申请 " + format_quantity(name, total.get(name)) + "，但资源组 " + rg->name +
-                                        " 每个任务最多 " + format_quantity(name, rg->max_per_task.get(name)));
-          e.code = "exceeds_task_maximum";
-          return e;
-        }
-      }
+      CP_TRY(check_task_maximum(step, *rg, "spec.steps[" + std::to_string(i) + "]"));
     }
     CP_TRY(tx.insert_pipeline(pipeline));
     std::map<std::string, std::string> id_of_step;

@@ -2,18 +2,37 @@
 //
 //   read tx:  snapshot (clusters, nodes, groups, classes, running work) + queue
 //   decide(): pure, in src/sched
-//   write tx: re-check each placement against the store (task still Queued,
-//             quota, GPU indices free) and create its attempt; record reasons
+//   write tx: re-check each placement against the store (holdings.h: task
+//             still Queued, quota with borrowing, node room, GPU indices) and
+//             create its attempt; mark each preemption's victim Stopping (if
+//             it still runs); record reasons
 //
 // Cycles are serialized by schedule_mu_, and only cycles create attempts, so
 // a re-check in the write transaction sees every placement made before it.
+// Submissions only add Queued tasks; what they could race with (quota, node
+// room) is checked here, inside the one write transaction that places.
+//
+// A preemption, end to end (G = the victim class's grace_s):
+//
+//   cycle n    victim attempt Stopping (stop_reason preempt), task Preempting;
+//              its cluster's long-poll is woken; the preemptor stays Queued
+//              with waiting_for_preemption
+//   sync       stop {attempt, preempt, G}: SIGTERM, SIGKILL at +G
+//   sync       Preempted: task Queued again (agents.cpp), same task id, its
+//              `attempts` kept, so the next attempt is number n+1 and resumes
+//              (CUBEPLANE_RESUME=1, the task's checkpoint directory)
+//   cycle n+k  the preemptor is placed in the room freed
+//
+// The victim may also end on its own during G (Succeeded, Failed): the task
+// then ends as it would have (Preempting -> Succeeded | Failed).
+#include <memory>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
-#include "sched/admission.h"
 #include "sched/scheduler.h"
 #include "server/control_plane.h"
+#include "server/holdings.h"
 #include "server/internal.h"
 
 namespace cp {
@@ -38,8 +57,11 @@ struct Loaded {
   std::vector<sched::QueuedTask> queue;
 };
 
-Status load(Tx& tx, Loaded& out) {
+Status load(Tx& tx, const ServerConfig& config, Loaded& out) {
   auto& s = out.snapshot;
+  s.config.fair_share = config.fair_share;
+  s.config.reservations_per_group = config.reservations_per_group;
+  s.config.max_victims = config.max_victims;
   CP_ASSIGN(s.clusters, tx.list_clusters());
   CP_ASSIGN(s.nodes, tx.list_nodes(""));
   CP_ASSIGN(s.resource_groups, tx.list_resource_groups());
@@ -56,15 +78,22 @@ Status load(Tx& tx, Loaded& out) {
     w.task_id = a.task_id;
     w.attempt_id = a.id;
     w.cluster_id = a.cluster_id;
-    w.per_replica = a.resources;
+    w.per_replica = a.resources;  // stored per replica (see the placement below)
     w.placements = a.placements;
     w.started_at = a.started_at;
+    w.stopping = a.state == AttemptState::Stopping;
     if (auto it = by_id.find(a.task_id); it != by_id.end()) {
-      w.resource_group = it->second->resource_group;
-      w.project_group = it->second->project_group;
-      w.priority = it->second->priority;
-      auto pit = preemptible.find(it->second->priority_class);
+      const Task& t = *it->second;
+      w.resource_group = t.resource_group;
+      w.project_group = t.project_group;
+      w.user = t.user;
+      w.priority = t.priority;
+      w.checkpoint = t.step.checkpoint;
+      auto pit = preemptible.find(t.priority_class);
       w.preemptible = pit == preemptible.end() ? true : pit->second;
+      // Told to stop already (preempted, or cancelled and in its grace): what
+      // it holds is freed soon; it is never chosen as a victim again.
+      w.stopping = w.stopping || t.state == TaskState::Preempting || t.cancel_requested;
     }
     s.running.push_back(std::move(w));
   }
@@ -90,39 +119,73 @@ Status load(Tx& tx, Loaded& out) {
   return {};
 }
 
-// Re-checks a placement inside the write transaction. Returns a reason when
-// it no longer holds (then the task simply waits for the next cycle).
-Result<std::optional<std::string>> recheck(Tx& tx, const Task& t, const sched::Placement& pl,
-                                           const std::vector<Attempt>& active,
-                                           const std::map<std::string, std::string>& group_of) {
-  if (t.state != TaskState::Queued || t.cancel_requested) return std::optional<std::string>("task is no longer queued");
-  CP_ASSIGN(auto rg, tx.get_resource_group(t.resource_group));
-  if (!rg) return std::optional<std::string>("resource group is gone");
-  Resources used;
-  std::map<std::string, std::set<int>> gpus_in_use;  // node -> indices
-  for (const auto& a : active) {
-    auto g = group_of.find(a.task_id);
-    if (g != group_of.end() && g->second == t.resource_group) used += internal::attempt_total(a);
-    if (a.cluster_id != pl.cluster_id) continue;
-    for (const auto& rp : a.placements) {
-      for (int i : rp.gpu_indices) gpus_in_use[rp.node].insert(i);
-    }
-  }
-  Resources asked = pl.per_replica.times(static_cast<std::int64_t>(pl.placements.size()));
-  for (const auto& [res, amount] : asked.amounts()) {
-    auto limit = sched::quota_limit(*rg, res);  // the rule decide() applied
-    if (limit && used.get(res) + amount > *limit) {
-      return std::optional<std::string>("quota for " + res + " changed since the snapshot");
-    }
-  }
-  for (const auto& rp : pl.placements) {
-    for (int i : rp.gpu_indices) {
-      if (!gpus_in_use[rp.node].insert(i).second) {
-        return std::optional<std::string>("GPU " + std::to_string(i) + " on " + rp.node + " was taken");
-      }
-    }
-  }
-  return std::optional<std::string>();
+// Creates the attempt of a placement that passed its re-check.
+Status place(Tx& tx, Task& t, const sched::Placement& pl, Millis now, Attempt& a) {
+  a.number = t.attempts + 1;  // a requeued task keeps `attempts`: this is the next one
+  a.id = t.id + "." + std::to_string(a.number);
+  a.task_id = t.id;
+  a.epoch = a.number;
+  a.cluster_id = pl.cluster_id;
+  a.placements = pl.placements;
+  // Per replica: attempt_total() multiplies by the replicas (placements), the
+  // start order hands it to each replica as is.
+  a.resources = pl.per_replica;
+  a.state = AttemptState::Dispatched;
+  a.created_at = now;
+  a.lease_renewed_at = now;
+  CP_TRY(tx.insert_attempt(a));
+  t.attempts = a.number;
+  t.current_attempt = a.id;
+  t.assigned_cluster = pl.cluster_id;
+  json::object data;
+  data["attempt"] = a.id;
+  json::array nodes;
+  for (const auto& rp : pl.placements) nodes.push_back(json::string(rp.node));
+  data["nodes"] = std::move(nodes);
+  // Which shape ran (0: the step's own resources, i: step.fallbacks[i-1]) and
+  // whether it sits on borrowed capacity (reclaimable by the lenders): kept
+  // in the event, as Attempt has no field for them.
+  data["shape"] = pl.shape;
+  data["borrowing"] = pl.borrowing;
+  return internal::transition(tx, t, TaskState::Dispatched, now, "scheduler",
+                              "placed on " + pl.cluster_id + "/" + pl.placements.front().node, std::move(data));
+}
+
+// One preemptor's victims as applied: for its "task.preempting_for" event.
+struct Applied {
+  json::array victims;
+  std::vector<std::string> task_ids;
+};
+
+// Marks a victim Stopping for its preemptor, if that still makes sense: the
+// attempt is still the task's live current attempt and not told to stop yet.
+// Returns the victim's cluster when applied.
+Result<std::optional<std::string>> preempt(Tx& tx, const sched::Preemption& p, Millis now) {
+  const std::optional<std::string> skipped;
+  CP_ASSIGN(auto a, tx.get_attempt(p.attempt_id));
+  if (!a || is_terminal(a->state) || a->state == AttemptState::Stopping) return skipped;
+  CP_ASSIGN(auto t, tx.get_task(a->task_id));
+  if (!t || t->current_attempt != a->id || t->cancel_requested) return skipped;
+  if (t->state != TaskState::Dispatched && t->state != TaskState::Running) return skipped;
+
+  std::string from = boost::describe::enum_to_string(a->state, "?");
+  a->state = AttemptState::Stopping;
+  a->stop_reason = "preempt";
+  a->message = p.message;
+  CP_TRY(tx.update_attempt(*a));
+  json::object adata;
+  adata["stop_reason"] = "preempt";
+  adata["preemptor"] = p.preemptor;
+  CP_ASSIGN(auto eid, tx.append_event(make_event(now, "scheduler", "attempt", a->id, "attempt.state", from,
+                                                "Stopping", p.message, std::move(adata))));
+  (void)eid;
+  json::object data;
+  data["attempt"] = a->id;
+  data["preemptor"] = p.preemptor;
+  data["kind"] = p.kind;
+  data["message_zh"] = p.message_zh;
+  CP_TRY(internal::transition(tx, *t, TaskState::Preempting, now, "scheduler", p.message, std::move(data)));
+  return std::optional<std::string>(a->cluster_id);
 }
 
 }  // namespace
@@ -131,51 +194,80 @@ Status ControlPlane::schedule_once() {
   std::lock_guard cycle(schedule_mu_);
   Millis now = clock_.now_ms();
   Loaded loaded;
-  CP_TRY(store_.read([&](Tx& tx) { return load(tx, loaded); }));
+  CP_TRY(store_.read([&](Tx& tx) { return load(tx, config_, loaded); }));
   if (loaded.queue.empty()) return {};
   sched::Plan plan = sched::decide(loaded.snapshot, loaded.queue, now);
+  if (plan.placements.empty() && plan.preemptions.empty() && plan.pending.empty()) return {};
 
-  std::set<std::string> clusters_with_work;
+  // No retry loop here: Store::write already runs the whole body again, a
+  // bounded number of times, when the database is busy or reports a conflict
+  // (store.h; SqliteStore: SQLITE_BUSY/LOCKED, 5 more runs, each after
+  // waiting up to busy_timeout for the lock; the PostgreSQL store: 40001 and
+  // 40P01). A loop here would multiply those. The body is written to be run
+  // again: everything it decides starts afresh inside it.
+  std::set<std::string> clusters_to_wake;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
-    CP_ASSIGN(auto active, tx.active_attempts(""));
-    CP_ASSIGN(auto holding, tx.tasks_in_states(kHolding));
-    std::map<std::string, std::string> group_of;
-    for (const auto& t : holding) group_of[t.id] = t.resource_group;
+    clusters_to_wake.clear();
+    std::unique_ptr<internal::Holdings> held;
+    if (!plan.placements.empty()) {
+      CP_ASSIGN(held, internal::Holdings::load(tx));
+    }
 
     for (const auto& pl : plan.placements) {
       CP_ASSIGN(auto t, tx.get_task(pl.task_id));
       if (!t) continue;
-      CP_ASSIGN(auto why_not, recheck(tx, *t, pl, active, group_of));
-      if (why_not) {
+      if (auto why_not = held->recheck(*t, pl)) {
         spdlog::info("placement of {} dropped at apply: {}", t->id, *why_not);
         continue;
       }
       Attempt a;
-      a.number = t->attempts + 1;
-      a.id = t->id + "." + std::to_string(a.number);
-      a.task_id = t->id;
-      a.epoch = a.number;
-      a.cluster_id = pl.cluster_id;
-      a.placements = pl.placements;
-      a.resources = pl.per_replica;
-      a.state = AttemptState::Dispatched;
-      a.created_at = now;
-      a.lease_renewed_at = now;
-      CP_TRY(tx.insert_attempt(a));
-      t->attempts = a.number;
-      t->current_attempt = a.id;
-      t->assigned_cluster = pl.cluster_id;
-      json::object data;
-      data["attempt"] = a.id;
-      json::array nodes;
-      for (const auto& rp : pl.placements) nodes.push_back(json::string(rp.node));
-      data["nodes"] = std::move(nodes);
-      CP_TRY(internal::transition(tx, *t, TaskState::Dispatched, now, "scheduler",
-                                  "placed on " + pl.cluster_id + "/" + pl.placements.front().node, std::move(data)));
-      active.push_back(a);
-      group_of[t->id] = t->resource_group;
-      clusters_with_work.insert(pl.cluster_id);
+      CP_TRY(place(tx, *t, pl, now, a));
+      held->charge(a, t->resource_group);
+      clusters_to_wake.insert(pl.cluster_id);
     }
+
+    // Preemptions after placements: a preemptor is never placed in the plan
+    // that preempts for it, and one placed meanwhile needs no room any more.
+    std::map<std::string, Applied> by_preemptor;
+    std::map<std::string, bool> preemptor_waits;  // still Queued and wanted
+    for (const auto& p : plan.preemptions) {
+      auto w = preemptor_waits.find(p.preemptor);
+      if (w == preemptor_waits.end()) {
+        CP_ASSIGN(auto pt, tx.get_task(p.preemptor));
+        bool waits = pt && pt->state == TaskState::Queued && !pt->cancel_requested;
+        w = preemptor_waits.emplace(p.preemptor, waits).first;
+      }
+      if (!w->second) {
+        spdlog::info("preemption of {} for {} dropped at apply: the preemptor no longer waits", p.task_id,
+                     p.preemptor);
+        continue;
+      }
+      CP_ASSIGN(auto cluster, preempt(tx, p, now));
+      if (!cluster) {
+        spdlog::info("preemption of {} ({}) for {} skipped at apply: it is no longer running", p.task_id,
+                     p.attempt_id, p.preemptor);
+        continue;
+      }
+      clusters_to_wake.insert(*cluster);
+      json::object v;
+      v["task"] = p.task_id;
+      v["attempt"] = p.attempt_id;
+      v["cluster"] = *cluster;
+      v["kind"] = p.kind;
+      by_preemptor[p.preemptor].victims.push_back(std::move(v));
+      by_preemptor[p.preemptor].task_ids.push_back(p.task_id);
+    }
+    for (auto& [preemptor, applied] : by_preemptor) {
+      std::string list;
+      for (const auto& id : applied.task_ids) list += (list.empty() ? "" : ", ") + id;
+      json::object data;
+      data["victims"] = std::move(applied.victims);
+      CP_ASSIGN(auto eid, tx.append_event(make_event(now, "scheduler", "task", preemptor, "task.preempting_for", "",
+                                                    "", "preempting " + list + " to make room",
+                                                    std::move(data))));
+      (void)eid;
+    }
+
     for (const auto& pending : plan.pending) {
       CP_ASSIGN(auto t, tx.get_task(pending.task_id));
       if (!t || t->state != TaskState::Queued || same_reasons(t->reasons, pending.reasons)) continue;
@@ -185,7 +277,8 @@ Status ControlPlane::schedule_once() {
     }
     return {};
   }));
-  for (const auto& c : clusters_with_work) cluster_signal(c).notify();
+  // After the commit: a long-polling agent hears of its start and stop orders at once.
+  for (const auto& c : clusters_to_wake) cluster_signal(c).notify();
   return {};
 }
 

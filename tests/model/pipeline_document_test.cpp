@@ -1,6 +1,10 @@
 // Pipeline documents (API.md "Pipeline YAML") and topological_order.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "model/documents.h"
 
 namespace cp {
@@ -30,6 +34,7 @@ Error parse_err(std::string_view text) {
   auto r = parse(text);
   EXPECT_FALSE(r.ok()) << text;
   if (r.ok()) return Error{};
+  EXPECT_FALSE(r.error().message.empty());
   EXPECT_FALSE(r.error().message_zh.empty());
   return r.error();
 }
@@ -285,6 +290,222 @@ TEST(PipelineDoc, BadYamlKeepsLineNumbers) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, "malformed_yaml");
   EXPECT_TRUE(contains(r.error().message, "line ")) << r.error().message;
+}
+
+// --------------------------------------------------------------- fallbacks
+
+// One step "train" with the given resources and fallbacks (YAML flow maps).
+std::string fallback_doc(std::string_view resources, std::string_view fallbacks, int replicas = 1) {
+  return pipeline_doc("    - name: train\n      replicas: " + std::to_string(replicas) +
+                      "\n      resources: " + std::string(resources) + "\n      fallbacks:\n" + std::string(fallbacks));
+}
+
+constexpr std::string_view kA100 = "{cpu: \"8\", memory: 32Gi, gpu: 1, gpu_type: nvidia-a100-80gb}";
+
+Resources res(std::string_view spec) { return Resources::parse_or_die(spec); }
+
+TEST(PipelineFallbacks, MergedOntoTheStepsResources) {
+  // Named keys replace the step's; gpu_type alone keeps the step's GPU count, cpu and memory are inherited.
+  Pipeline p = parse_ok(fallback_doc(kA100,
+                                     "        - after: 10m\n"
+                                     "          resources: {gpu: 2, gpu_type: nvidia-l40s}\n"
+                                     "        - after: 1h30m\n"
+                                     "          resources: {gpu_type: nvidia-a10, memory: 16Gi}\n",
+                                     2));
+  const Step& s = p.steps[0];
+  EXPECT_EQ(s.resources, res("cpu:8,memory:32Gi,gpu/nvidia-a100-80gb:1"));
+  ASSERT_EQ(s.fallbacks.size(), 2u);
+  EXPECT_EQ(s.fallbacks[0].after_s, 600);
+  EXPECT_EQ(s.fallbacks[0].resources, res("cpu:8,memory:32Gi,gpu/nvidia-l40s:2"));
+  EXPECT_EQ(s.fallbacks[1].after_s, 5400);
+  EXPECT_EQ(s.fallbacks[1].resources, res("cpu:8,memory:16Gi,gpu/nvidia-a10:1"));
+}
+
+TEST(PipelineFallbacks, GpuCountAloneKeepsTheStepsType) {
+  // gpu alone keeps the step's type; on a bare-count step, gpu_type alone gives its count a type.
+  Pipeline a = parse_ok(fallback_doc(kA100, "        - {after: 5m, resources: {gpu: 4}}\n"));
+  EXPECT_EQ(a.steps[0].fallbacks[0].resources, res("cpu:8,memory:32Gi,gpu/nvidia-a100-80gb:4"));
+  Pipeline b = parse_ok(fallback_doc("{gpu: 2}", "        - {after: 5m, resources: {gpu_type: nvidia-l40s}}\n"));
+  EXPECT_EQ(b.steps[0].resources, res("gpu/any:2"));
+  EXPECT_EQ(b.steps[0].fallbacks[0].resources, res("gpu/nvidia-l40s:2"));
+}
+
+TEST(PipelineFallbacks, ANamedGpuEntryReplacesTheStepsGpus) {
+  // gpu/<type> in a fallback replaces the step's GPUs rather than adding to them.
+  Pipeline p = parse_ok(fallback_doc(kA100, "        - {after: 5m, resources: {gpu/nvidia-l40s: 2}}\n"));
+  EXPECT_EQ(p.steps[0].fallbacks[0].resources, res("cpu:8,memory:32Gi,gpu/nvidia-l40s:2"));
+}
+
+TEST(PipelineFallbacks, OtherKeysKeepTheStepsGpusAndZeroDropsAResource) {
+  // A fallback naming only cpu keeps the GPUs; gpu: 0 gives a shape without GPUs; memory: 0 drops memory.
+  Pipeline p = parse_ok(fallback_doc(kA100,
+                                     "        - {after: 5m, resources: {cpu: \"4\"}}\n"
+                                     "        - {after: 10m, resources: {gpu: 0, memory: 0}}\n"));
+  EXPECT_EQ(p.steps[0].fallbacks[0].resources, res("cpu:4,memory:32Gi,gpu/nvidia-a100-80gb:1"));
+  EXPECT_EQ(p.steps[0].fallbacks[1].resources, res("cpu:8"));
+}
+
+TEST(PipelineFallbacks, SeveralGpuTypesLeaveNothingToKeep) {
+  // On a step with two GPU types, a fallback names both gpu and gpu_type (or a gpu/<type> entry).
+  std::string_view two = "{gpu/nvidia-a100-80gb: 1, gpu/nvidia-h100: 1}";
+  EXPECT_EQ(field(parse_err(fallback_doc(two, "        - {after: 5m, resources: {gpu_type: nvidia-l40s}}\n"))),
+            "spec.steps[0].fallbacks[0].resources.gpu_type");
+  EXPECT_EQ(field(parse_err(fallback_doc(two, "        - {after: 5m, resources: {gpu: 2}}\n"))),
+            "spec.steps[0].fallbacks[0].resources.gpu");
+  Pipeline p = parse_ok(fallback_doc(two, "        - {after: 5m, resources: {gpu: 2, gpu_type: nvidia-l40s}}\n"));
+  EXPECT_EQ(p.steps[0].fallbacks[0].resources, res("gpu/nvidia-l40s:2"));
+}
+
+TEST(PipelineFallbacks, GpuTypeNeedsACountFromTheFallbackOrTheStep) {
+  // gpu_type alone on a step without GPUs has no count to keep, and is refused at gpu_type.
+  Error e = parse_err(fallback_doc("{cpu: \"1\"}", "        - {after: 5m, resources: {gpu_type: nvidia-l40s}}\n"));
+  EXPECT_EQ(field(e), "spec.steps[0].fallbacks[0].resources.gpu_type");
+}
+
+TEST(PipelineFallbacks, GpuSpelledTwoWaysIsRefused) {
+  // gpu plus a gpu/<type> entry is ambiguous in a fallback as in a step.
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 5m, resources: {gpu: 1, gpu/nvidia-a10: 1}}\n"))),
+            "spec.steps[0].fallbacks[0].resources.gpu");
+}
+
+TEST(PipelineFallbacks, AfterIsRequiredPositiveAndIncreasing) {
+  // after is a duration, given, past 0s and later than the fallback before it.
+  std::string_view ok = "        - {after: 10m, resources: {gpu_type: nvidia-l40s}}\n";
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {resources: {gpu_type: nvidia-l40s}}\n"))),
+            "spec.steps[0].fallbacks[0].after");
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 0s, resources: {gpu_type: nvidia-l40s}}\n"))),
+            "spec.steps[0].fallbacks[0].after");
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 10 minutes, resources: {gpu: 2}}\n"))),
+            "spec.steps[0].fallbacks[0].after");
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 600, resources: {gpu: 2}}\n"))),
+            "spec.steps[0].fallbacks[0].after");
+  Error same = parse_err(fallback_doc(kA100, std::string(ok) + "        - {after: 10m, resources: {gpu: 2}}\n"));
+  EXPECT_EQ(field(same), "spec.steps[0].fallbacks[1].after");
+  EXPECT_TRUE(contains(same.message, "10m")) << same.message;
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, std::string(ok) + "        - {after: 5m, resources: {gpu: 2}}\n"))),
+            "spec.steps[0].fallbacks[1].after");
+}
+
+TEST(PipelineFallbacks, AShapeAlreadyAskedForIsRefused) {
+  // A fallback equal to the step's resources, or to an earlier fallback's, is refused at its resources.
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 5m, resources: {cpu: \"8\"}}\n"))),
+            "spec.steps[0].fallbacks[0].resources");
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 5m}\n"))), "spec.steps[0].fallbacks[0].resources");
+  Error e = parse_err(fallback_doc(kA100,
+                                   "        - {after: 5m, resources: {gpu_type: nvidia-l40s}}\n"
+                                   "        - {after: 9m, resources: {gpu: 1, gpu_type: nvidia-l40s}}\n"));
+  EXPECT_EQ(field(e), "spec.steps[0].fallbacks[1].resources");
+  EXPECT_TRUE(contains(e.message, "fallbacks[0]")) << e.message;
+}
+
+TEST(PipelineFallbacks, AtMostEight) {
+  // Eight fallbacks are accepted, a ninth is refused at the list.
+  auto list = [](int n) {
+    std::string out;
+    for (int i = 1; i <= n; ++i) {
+      out += "        - {after: " + std::to_string(i) + "m, resources: {gpu: " + std::to_string(i + 1) + "}}\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(parse_ok(fallback_doc(kA100, list(8))).steps[0].fallbacks.size(), 8u);
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, list(9)))), "spec.steps[0].fallbacks");
+}
+
+TEST(PipelineFallbacks, UnknownFieldsAndBadResourcesAreRefusedWithTheirPath) {
+  // A misspelt fallback field, a bad resource name and a bad amount are refused where they are.
+  Error e = parse_err(fallback_doc(kA100, "        - {after: 5m, resource: {gpu: 2}}\n"));
+  EXPECT_EQ(e.code, "unknown_field");
+  EXPECT_EQ(field(e), "spec.steps[0].fallbacks[0].resource");
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 5m, resources: {Bogus: 1}}\n"))),
+            "spec.steps[0].fallbacks[0].resources.Bogus");
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 5m, resources: {gpu: 1.5}}\n"))),
+            "spec.steps[0].fallbacks[0].resources.gpu");
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 5m, resources: {memory: lots}}\n"))),
+            "spec.steps[0].fallbacks[0].resources.memory");
+  EXPECT_EQ(field(parse_err(fallback_doc(kA100, "        - {after: 5m, resources: gpu}\n"))),
+            "spec.steps[0].fallbacks[0].resources");
+}
+
+TEST(PipelineFallbacks, GangTotalMustStayBounded) {
+  // Each fallback's resources times replicas is bounded like the step's own.
+  EXPECT_EQ(field(parse_err(fallback_doc("{memory: 1Gi}", "        - {after: 5m, resources: {memory: 8Pi}}\n", 1024))),
+            "spec.steps[0].fallbacks[0].resources.memory");
+}
+
+// ------------------------------------------------------------ round trip
+
+TEST(PipelineDoc, RoundTripThroughDocument) {
+  // pipeline_from_document(to_yaml(pipeline_to_document(p))) gives p back, fallbacks included.
+  Pipeline p = parse_ok(R"(
+apiVersion: cubeplane/v1
+kind: Pipeline
+metadata: {name: rt, project_group: proj-b, labels: {team: proj-b}}
+spec:
+  resource_group: rg-proj-b-gpu
+  priority: urgent
+  cluster_selector: {region: east}
+  steps:
+    - name: prepare
+      command: "echo hi | tee log"
+      image: pytorch/pytorch:2.3.0
+      resources: {cpu: 500m, memory: 4Gi, example.com/fpga: 1}
+      env: {EPOCHS: 3, RATE: "0.10"}
+    - name: train
+      depends_on: [prepare]
+      replicas: 2
+      checkpoint: true
+      max_retries: 2
+      resources: {cpu: "8", memory: 32Gi, gpu: 1, gpu_type: nvidia-a100-80gb}
+      fallbacks:
+        - {after: 10m, resources: {gpu: 2, gpu_type: nvidia-l40s}}
+        - {after: 30m, resources: {gpu_type: nvidia-a10}}
+        - {after: 1h, resources: {gpu: 0, memory: 0, cpu: "16"}}
+        - {after: 2h, resources: {gpu/nvidia-a10: 1, gpu/nvidia-t4: 2}}
+    - name: any-gpu
+      resources: {gpu: 2}
+      fallbacks: [{after: 1m, resources: {gpu: 1}}, {after: 2m, resources: {gpu_type: nvidia-t4}}]
+    - name: two-types
+      resources: {gpu/nvidia-a100-80gb: 1, gpu/nvidia-h100: 1}
+      fallbacks: [{after: 1m, resources: {gpu: 2, gpu_type: nvidia-l40s}}, {after: 2m, resources: {gpu: 0}}]
+)");
+  json::object doc = pipeline_to_document(p);
+  std::string text = to_yaml(json::value(doc));
+  Pipeline back = parse_ok(text);
+  EXPECT_EQ(to_json(back), to_json(p)) << text;
+  // A fallback is written as what it changes, in the step's own spelling.
+  const json::value& train = doc.at("spec").at("steps").at(1);
+  EXPECT_EQ(train.at("resources").at("gpu"), 1);
+  EXPECT_EQ(train.at("resources").at("gpu_type"), "nvidia-a100-80gb");
+  EXPECT_EQ(train.at("fallbacks").at(0).at("after"), "10m");
+  EXPECT_EQ(train.at("fallbacks").at(1).at("resources"), json::parse(R"({"gpu_type": "nvidia-a10"})"));
+}
+
+TEST(PipelineDoc, ExamplesParseAndRoundTrip) {
+  // Every example pipeline parses and round-trips; fallback.yaml has its fallback.
+  std::filesystem::path dir = std::filesystem::path(CUBEPLANE_SOURCE_DIR) / "examples" / "pipelines";
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++seen;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    auto p = parse(text.str());
+    ASSERT_TRUE(p.ok()) << entry.path() << ": " << p.error().message;
+    auto back = parse(to_yaml(json::value(pipeline_to_document(*p))));
+    ASSERT_TRUE(back.ok()) << entry.path() << ": " << back.error().message;
+    EXPECT_EQ(to_json(*back), to_json(*p)) << entry.path();
+    if (entry.path().filename() == "fallback.yaml") {
+      const Step& train = p->steps.back();
+      ASSERT_EQ(train.fallbacks.size(), 1u);
+      EXPECT_EQ(train.fallbacks[0].after_s, 600);
+      // gpu: 2 alone keeps the step's type and halves the count.
+      EXPECT_EQ(train.fallbacks[0].resources.gpu_type(), "nvidia-a100-80gb");
+      EXPECT_EQ(train.fallbacks[0].resources.gpus(), 2);
+      EXPECT_EQ(train.resources.gpus(), 4);
+    }
+  }
+  EXPECT_GE(seen, 5);
 }
 
 // ------------------------------------------------------- topological_order

@@ -84,6 +84,36 @@ ResourceGroup& Fleet::group(const std::string& name, std::string_view quota, std
   return snapshot.resource_groups.back();
 }
 
+void Fleet::borrow(const std::string& group, const std::string& resource, std::string_view max,
+                   const std::string& cohort) {
+  for (auto& g : snapshot.resource_groups) {
+    if (g.name != group) continue;
+    auto amount = parse_quantity(resource, max);
+    CP_CHECK(amount.ok(), "bad max amount");
+    g.quota[resource].max = *amount;
+    g.cohort = cohort;
+    return;
+  }
+  CP_CHECK(false, "Fleet::borrow: no such group");
+}
+
+void Fleet::priority_classes(std::int64_t urgent_after_s) {
+  PriorityClass batch;
+  batch.name = "batch";
+  batch.value = 100;
+  PriorityClass urgent;
+  urgent.name = "urgent";
+  urgent.value = 1000;
+  urgent.preemptible = false;
+  urgent.may_preempt = true;
+  urgent.preempt_after_s = urgent_after_s;
+  PriorityClass inference;
+  inference.name = "inference-high";
+  inference.value = 2000;
+  inference.preemptible = false;
+  snapshot.priority_classes = {batch, urgent, inference};
+}
+
 RunningWork& Fleet::running(const std::string& task_id, const std::string& group, const std::string& cluster,
                             std::string_view per_replica, std::vector<ReplicaPlacement> placements) {
   RunningWork w;
@@ -95,6 +125,9 @@ RunningWork& Fleet::running(const std::string& task_id, const std::string& group
   for (std::size_t i = 0; i < placements.size(); ++i) placements[i].replica = static_cast<int>(i);
   w.placements = std::move(placements);
   w.started_at = kT0;
+  w.priority = 100;
+  w.project_group = "pg-" + group;
+  w.user = "alice";
   snapshot.running.push_back(std::move(w));
   return snapshot.running.back();
 }
@@ -124,6 +157,23 @@ TaskBuilder& TaskBuilder::waiting_for(std::vector<std::string> task_ids) {
   return *this;
 }
 
+TaskBuilder& TaskBuilder::priority_class(const std::string& name, int value) {
+  get().priority_class = name;
+  get().priority = value;
+  return *this;
+}
+
+TaskBuilder& TaskBuilder::owner(const std::string& project_group, const std::string& user) {
+  get().project_group = project_group;
+  get().user = user;
+  return *this;
+}
+
+TaskBuilder& TaskBuilder::fallback(std::int64_t after_s, std::string_view per_replica) {
+  get().step.fallbacks.push_back(StepShape{after_s, res(per_replica)});
+  return *this;
+}
+
 Task& TaskBuilder::get() { return (*tasks_)[index_].task; }
 
 TaskBuilder Queue::task(const std::string& id, const std::string& group, std::string_view per_replica, int replicas,
@@ -136,6 +186,7 @@ TaskBuilder Queue::task(const std::string& id, const std::string& group, std::st
   t.resource_group = group;
   t.priority = priority;
   t.user = "alice";
+  t.project_group = "pg-" + group;
   t.step.name = "step";
   t.step.command = {"true"};
   t.step.resources = res(per_replica);
@@ -195,13 +246,18 @@ std::vector<std::string> nodes_of(const Plan& plan, std::string_view task_id) {
 std::string describe(const Plan& plan) {
   std::string s;
   for (const auto& p : plan.placements) {
-    s += "place " + p.task_id + " on " + p.cluster_id + " [" + p.per_replica.to_string() + "]:";
+    s += "place " + p.task_id + " on " + p.cluster_id + " [" + p.per_replica.to_string() + "] shape " +
+         std::to_string(p.shape) + (p.borrowing ? " borrowing" : "") + ":";
     for (const auto& r : p.placements) {
       s += " #" + std::to_string(r.replica) + "=" + r.node + "(";
       for (int g : r.gpu_indices) s += std::to_string(g) + ",";
       s += ")";
     }
     s += "\n";
+  }
+  for (const auto& p : plan.preemptions) {
+    s += "preempt " + p.attempt_id + " (" + p.task_id + " on " + p.cluster_id + ") for " + p.preemptor + " [" + p.kind +
+         "]: " + p.message + "\n";
   }
   for (const auto& p : plan.pending) {
     s += "pending " + p.task_id + ":";

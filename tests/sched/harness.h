@@ -55,6 +55,11 @@ class Fleet {
   // The reference (like running()'s) is good until the next group() call.
   ResourceGroup& group(const std::string& name, std::string_view quota, std::vector<std::string> clusters,
                        PlacementPolicy placement = PlacementPolicy::binpack);
+  // A resource group's ceiling for one resource (borrowing), and its cohort.
+  void borrow(const std::string& group, const std::string& resource, std::string_view max, const std::string& cohort);
+  // batch (100, preemptible), urgent (1000, may preempt after `urgent_after_s`,
+  // not preemptible), inference-high (2000, never preempted, never preempts).
+  void priority_classes(std::int64_t urgent_after_s = 600);
   // Work holding resources: one placement per replica, as {node, gpu indices}.
   RunningWork& running(const std::string& task_id, const std::string& group, const std::string& cluster,
                        std::string_view per_replica, std::vector<ReplicaPlacement> placements);
@@ -71,6 +76,11 @@ class TaskBuilder {
   TaskBuilder& pinned(const std::string& cluster);
   TaskBuilder& cluster_selector(Labels selector);
   TaskBuilder& waiting_for(std::vector<std::string> task_ids);
+  // The class's name and value (see Fleet::priority_classes).
+  TaskBuilder& priority_class(const std::string& name, int value);
+  TaskBuilder& owner(const std::string& project_group, const std::string& user);
+  // An alternative shape tried after `after_s` in the queue.
+  TaskBuilder& fallback(std::int64_t after_s, std::string_view per_replica);
   Task& get();
 
  private:
@@ -111,7 +121,7 @@ class SchedTest : public ::testing::Test {
                        PlacementPolicy placement = PlacementPolicy::binpack) {
     return fleet.group(name, quota, std::move(clusters), placement);
   }
-  Plan run() { return decide(fleet.snapshot, queue.tasks, kT0); }
+  Plan run(Millis now = kT0) { return decide(fleet.snapshot, queue.tasks, now); }
 
   Fleet fleet;
   Queue queue;

@@ -73,6 +73,64 @@ TEST_F(OrderTest, TheOrderWithinAGroupIsReplaceable) {
   EXPECT_EQ(placed(plan), std::vector<std::string>{"t2"});
 }
 
+// ------------------------------------------------------------ fair share
+
+TEST_F(OrderTest, TheProjectGroupWithTheSmallerShareGoesFirst) {
+  // proj-x already holds 4 of rg-b's 64 GPUs; proj-y holds none. At equal
+  // priority proj-y's task goes first although it was queued later.
+  fleet.running("rx", "rg-b", "c1", "gpu/nvidia-a100-80gb:4", {{0, "n1", {0, 1, 2, 3}}}).project_group = "proj-x";
+  queue.task("x1", "rg-b", "gpu/nvidia-a100-80gb:4").owner("proj-x", "alice").queued_at(kT0);
+  queue.task("y1", "rg-b", "gpu/nvidia-a100-80gb:4").owner("proj-y", "bob").queued_at(kT0 + 60'000);
+  Plan plan = run();
+  EXPECT_EQ(placed(plan), std::vector<std::string>{"y1"}) << describe(plan);
+}
+
+TEST_F(OrderTest, ProjectGroupsTakeTurnsAsTheirSharesGrow) {
+  // proj-x queued three tasks before proj-y's three; with room for four, the
+  // order alternates instead of giving proj-x all of its tasks first.
+  for (int i = 1; i <= 3; ++i) {
+    queue.task("x" + std::to_string(i), "rg-b", "gpu/nvidia-a100-80gb:2").owner("proj-x", "alice").queued_at(kT0 + i);
+  }
+  for (int i = 1; i <= 3; ++i) {
+    queue.task("y" + std::to_string(i), "rg-b", "gpu/nvidia-a100-80gb:2").owner("proj-y", "bob").queued_at(kT0 + 10 + i);
+  }
+  Plan plan = run();
+  EXPECT_EQ(placed(plan), (std::vector<std::string>{"x1", "y1", "x2", "y2"})) << describe(plan);
+}
+
+TEST_F(OrderTest, InsideAProjectGroupUsersShareFairlyToo) {
+  fleet.running("ra", "rg-b", "c1", "gpu/nvidia-a100-80gb:4", {{0, "n1", {0, 1, 2, 3}}}).project_group = "proj-x";
+  queue.task("a1", "rg-b", "gpu/nvidia-a100-80gb:4").owner("proj-x", "alice").queued_at(kT0);
+  queue.task("c1", "rg-b", "gpu/nvidia-a100-80gb:4").owner("proj-x", "carol").queued_at(kT0 + 1);
+  Plan plan = run();  // the running work is alice's (harness default)
+  EXPECT_EQ(placed(plan), std::vector<std::string>{"c1"}) << describe(plan);
+}
+
+TEST_F(OrderTest, PriorityComesBeforeFairShare) {
+  fleet.running("ry", "rg-b", "c1", "gpu/nvidia-a100-80gb:4", {{0, "n1", {0, 1, 2, 3}}}).project_group = "proj-y";
+  queue.task("x1", "rg-b", "gpu/nvidia-a100-80gb:4", 1, 10).owner("proj-x", "alice");
+  queue.task("y1", "rg-b", "gpu/nvidia-a100-80gb:4", 1, 20).owner("proj-y", "bob");
+  EXPECT_EQ(placed(run()), std::vector<std::string>{"y1"});
+}
+
+TEST_F(OrderTest, FairShareCanBeTurnedOff) {
+  fleet.snapshot.config.fair_share = false;
+  fleet.running("rx", "rg-b", "c1", "gpu/nvidia-a100-80gb:4", {{0, "n1", {0, 1, 2, 3}}}).project_group = "proj-x";
+  queue.task("x1", "rg-b", "gpu/nvidia-a100-80gb:4").owner("proj-x", "alice").queued_at(kT0);
+  queue.task("y1", "rg-b", "gpu/nvidia-a100-80gb:4").owner("proj-y", "bob").queued_at(kT0 + 60'000);
+  EXPECT_EQ(placed(run()), std::vector<std::string>{"x1"});
+}
+
+TEST(FairShareOrder, ShareIsTheDominantResourceOverTheGuarantee) {
+  Fleet fleet;
+  fleet.group("rg-b", "gpu/nvidia-a100-80gb:16,cpu:100", {"c1"});
+  fleet.running("r", "rg-b", "c1", "gpu/nvidia-a100-80gb:2,cpu:40", {{0, "n1", {0, 1}}}).project_group = "proj-x";
+  FairShareOrder order(fleet.snapshot);
+  EXPECT_DOUBLE_EQ(order.share("rg-b", "proj-x"), 0.4);  // cpu 40/100 beats gpu 2/16
+  EXPECT_DOUBLE_EQ(order.share("rg-b", "proj-x", "alice"), 0.4);
+  EXPECT_DOUBLE_EQ(order.share("rg-b", "proj-y"), 0.0);
+}
+
 TEST(ProcessingOrder, MergesGroupsByTheirHeads) {
   // Each group keeps its own order; across groups the better head goes first.
   Queue q;

@@ -79,6 +79,78 @@ TEST_F(PlacementTest, AOneReplicaTaskGetsTheBestNodeOfAllClusters) {
   EXPECT_EQ(placement_of(plan, "t1")->cluster_id, "c2");
 }
 
+TEST_F(PlacementTest, GpuWorkOfDifferentProjectGroupsIsKeptApartWhenThereIsAChoice) {
+  // Binpack alone would pick n2 (fewer GPUs left); n2 runs another project
+  // group's GPU work, so n1 is taken while it has room.
+  fleet.cluster("c1").node("n1", kA100Node, kA100Label).node("n2", kA100Node, kA100Label);
+  group("rg-b", kQuota, {"c1"});
+  fleet.running("r1", "rg-b", "c1", "gpu/nvidia-a100-80gb:2", {{0, "n2", {0, 1}}}).project_group = "proj-other";
+  queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:2").owner("proj-b", "alice");
+  EXPECT_EQ(nodes_of(run(), "t1"), std::vector<std::string>{"n1"});
+}
+
+TEST_F(PlacementTest, AntiAffinityIsSoftAndSharesANodeWhenNothingElseFits) {
+  fleet.cluster("c1").node("n1", kA100Node, kA100Label);
+  group("rg-b", kQuota, {"c1"});
+  fleet.running("r1", "rg-b", "c1", "gpu/nvidia-a100-80gb:2", {{0, "n1", {0, 1}}}).project_group = "proj-other";
+  queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:2").owner("proj-b", "alice");
+  EXPECT_EQ(nodes_of(run(), "t1"), std::vector<std::string>{"n1"});
+}
+
+// ------------------------------------------------------- fallback shapes
+
+TEST_F(PlacementTest, AFallbackShapeIsTriedOnlyAfterItsWait) {
+  // No A100 is free; an H100 is. Before 10 minutes the task waits for an
+  // A100 and says when the fallback opens; after, it runs on the H100.
+  fleet.cluster("c1").node("a", kA100Node, kA100Label).node("h", kH100Node, kH100Label);
+  group("rg-b", kQuota, {"c1"});
+  fleet.running("r1", "rg-b", "c1", "gpu/nvidia-a100-80gb:8", {{0, "a", {0, 1, 2, 3, 4, 5, 6, 7}}});
+  queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:2").fallback(600, "gpu/nvidia-h100-80gb:2");
+
+  Plan before = run(kT0 + 599'000);
+  EXPECT_TRUE(before.placements.empty());
+  const Pending* p = pending_of(before, "t1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->reasons.front().code, kReasonNoNode);
+  EXPECT_EQ(p->reasons.back().code, kReasonFallback);
+  EXPECT_EQ(p->reasons.back().message, "fallback shapes: gpu/nvidia-h100-80gb=2 (in 1s)");
+
+  Plan after = run(kT0 + 600'000);
+  const Placement* pl = placement_of(after, "t1");
+  ASSERT_NE(pl, nullptr) << describe(after);
+  EXPECT_EQ(pl->shape, 1);
+  EXPECT_EQ(pl->per_replica.get("gpu/nvidia-h100-80gb"), 2);
+  EXPECT_EQ(nodes_of(after, "t1"), std::vector<std::string>{"h"});
+}
+
+TEST_F(PlacementTest, ThePrimaryShapeIsPreferredWhenItFits) {
+  fleet.cluster("c1").node("a", kA100Node, kA100Label).node("h", kH100Node, kH100Label);
+  group("rg-b", kQuota, {"c1"});
+  queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:2").fallback(600, "gpu/nvidia-h100-80gb:2");
+  Plan plan = run(kT0 + 3600'000);
+  EXPECT_EQ(placement_of(plan, "t1")->shape, 0);
+  EXPECT_EQ(nodes_of(plan, "t1"), std::vector<std::string>{"a"});
+}
+
+TEST_F(PlacementTest, FallbacksAreTriedInOrderAndEachSaysWhyNot) {
+  // Shape 1 (H100) has no quota; shape 2 (A100 x1) fits.
+  fleet.cluster("c1").node("a", kA100Node, kA100Label).node("h", kH100Node, kH100Label);
+  group("rg-b", "gpu/nvidia-a100-80gb:3", {"c1"});
+  fleet.running("r1", "rg-b", "c1", "gpu/nvidia-a100-80gb:2", {{0, "a", {0, 1}}});
+  queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:2")
+      .fallback(60, "gpu/nvidia-h100-80gb:2")
+      .fallback(120, "gpu/nvidia-a100-80gb:1");
+  Plan mid = run(kT0 + 90'000);
+  const Pending* p = pending_of(mid, "t1");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->reasons[0].code, kReasonQuota);
+  EXPECT_EQ(p->reasons[1].details.at("shape").as_int64(), 1);
+  EXPECT_EQ(p->reasons[1].message.rfind("with fallback shape 1: quota:", 0), 0u) << p->reasons[1].message;
+  Plan late = run(kT0 + 120'000);
+  ASSERT_NE(placement_of(late, "t1"), nullptr) << describe(late);
+  EXPECT_EQ(placement_of(late, "t1")->shape, 2);
+}
+
 // ------------------------------------------------------------------ gangs
 
 TEST_F(PlacementTest, AGangIsNeverSplitAcrossClusters) {
@@ -90,7 +162,7 @@ TEST_F(PlacementTest, AGangIsNeverSplitAcrossClusters) {
   Plan plan = run();
   EXPECT_TRUE(plan.placements.empty());
   const PendingReason& r = reason(plan, "t1");
-  EXPECT_EQ(r.code, kReasonNoNode);
+  EXPECT_EQ(r.code, kReasonGang);
   EXPECT_EQ(r.message,
             "no node fits: 2 nodes; 2 could take a replica, but no cluster has room for all 2 replicas together");
   EXPECT_EQ(r.details.at("nodes_fit").as_int64(), 2);
@@ -128,7 +200,7 @@ TEST_F(PlacementTest, AFailedGangLeavesNothingBehindForTheNextTask) {
   queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:8", 2, 100);
   queue.task("t2", "rg-b", "gpu/nvidia-a100-80gb:8", 1, 1);
   Plan plan = run();
-  EXPECT_EQ(reason_code(plan, "t1"), kReasonNoNode);
+  EXPECT_EQ(reason_code(plan, "t1"), kReasonGang);
   EXPECT_EQ(nodes_of(plan, "t2"), std::vector<std::string>{"n1"});
 }
 

@@ -44,10 +44,10 @@ TEST_F(QuotaTest, RunningWorkCountsAgainstTheQuota) {
   Plan plan = run();
   const PendingReason& r = reason(plan, "t1");
   EXPECT_EQ(r.code, kReasonQuota);
-  EXPECT_EQ(r.message, "quota: gpu/nvidia-a100-80gb 8 of 8 in use by rg-proj-b, this task asks for 2");
-  EXPECT_EQ(r.message_zh, "配额不足：rg-proj-b 的 gpu/nvidia-a100-80gb 已用 8/8，本任务申请 2");
+  EXPECT_EQ(r.message, "quota: gpu/nvidia-a100-80gb 8 of 8 in use by rg-proj-b (pg-rg-proj-b 8), this task asks for 2");
+  EXPECT_EQ(r.message_zh, "配额不足：rg-proj-b 的 gpu/nvidia-a100-80gb 已用 8/8（pg-rg-proj-b 8），本任务申请 2");
   EXPECT_EQ(dump(r.details), R"({"resource":"gpu/nvidia-a100-80gb","used":8,"requested":2,"limit":8,)"
-                             R"("resource_group":"rg-proj-b"})");
+                             R"("guaranteed":8,"resource_group":"rg-proj-b","holders":[{"name":"pg-rg-proj-b","amount":8}]})");
 }
 
 TEST_F(QuotaTest, OtherGroupsRunningWorkDoesNotCount) {
@@ -100,7 +100,7 @@ TEST_F(QuotaTest, CpuIsLimitedWhenTheQuotaNamesIt) {
   queue.task("t2", "rg-b", "cpu:60");
   Plan plan = run();
   EXPECT_EQ(placed(plan), std::vector<std::string>{"t1"});
-  EXPECT_EQ(reason(plan, "t2").message, "quota: cpu 60 of 100 in use by rg-b, this task asks for 60");
+  EXPECT_EQ(reason(plan, "t2").message, "quota: cpu 60 of 100 in use by rg-b (pg-rg-b 60), this task asks for 60");
 }
 
 TEST(QuotaLimit, OnlyCpuAndMemoryAreUnlimitedByOmission) {

@@ -36,6 +36,21 @@ class CycleTest : public SchedTest {
     queue.task("any", "rg-a", "gpu/any:1", 1, 5);
     queue.task("west", "rg-b", "gpu/nvidia-a100-80gb:1", 1, 5).cluster_selector({{"region", "west"}});
     queue.task("later", "rg-a", "gpu/nvidia-a100-80gb:1").waiting_for({"t0"});
+    // Every rule at once: borrowing in a cohort, preemption by priority,
+    // fair share between project groups and users, a fallback shape.
+    fleet.priority_classes(60);
+    fleet.borrow("rg-a", std::string(kA100), "24", "shared");
+    fleet.borrow("rg-b", std::string(kA100), "12", "shared");
+    RunningWork& low = fleet.running("low", "rg-b", "c2", "gpu/nvidia-a100-80gb:4", {{0, "m1", {4, 5, 6, 7}}});
+    low.priority = 10;
+    low.checkpoint = true;
+    for (int u = 0; u < 3; ++u) {
+      queue.task("u" + std::to_string(u), "rg-b", "gpu/nvidia-a100-80gb:4")
+          .priority_class("urgent", 1000)
+          .owner(u == 0 ? "proj-x" : "proj-y", u == 2 ? "bob" : "alice")
+          .queued_at(kT0 - 120'000 + u);
+    }
+    queue.task("fb", "rg-a", "gpu/nvidia-h100-80gb:1").fallback(1, "gpu/nvidia-a100-80gb:1").queued_at(kT0 - 5'000);
   }
 };
 
@@ -118,12 +133,18 @@ TEST_F(CycleTest, TheOrderOfTheInputDoesNotMatter) {
   // Shuffling the queue, nodes, clusters, groups and running work changes nothing.
   busy_fleet();
   const std::string expected = describe(run());
+  // The scenario does exercise placements, preemptions and pending reasons.
+  EXPECT_NE(expected.find("place "), std::string::npos);
+  EXPECT_NE(expected.find("preempt "), std::string::npos) << expected;
+  EXPECT_NE(expected.find("pending "), std::string::npos);
   std::mt19937 rng(20260101);
   for (int round = 0; round < 20; ++round) {
     std::shuffle(queue.tasks.begin(), queue.tasks.end(), rng);
     std::shuffle(fleet.snapshot.nodes.begin(), fleet.snapshot.nodes.end(), rng);
     std::shuffle(fleet.snapshot.clusters.begin(), fleet.snapshot.clusters.end(), rng);
     std::shuffle(fleet.snapshot.resource_groups.begin(), fleet.snapshot.resource_groups.end(), rng);
+    std::shuffle(fleet.snapshot.running.begin(), fleet.snapshot.running.end(), rng);
+    std::shuffle(fleet.snapshot.priority_classes.begin(), fleet.snapshot.priority_classes.end(), rng);
     for (auto& g : fleet.snapshot.resource_groups) std::shuffle(g.clusters.begin(), g.clusters.end(), rng);
     ASSERT_EQ(describe(run()), expected) << "round " << round;
   }

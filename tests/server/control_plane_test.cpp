@@ -382,6 +382,51 @@ TEST_F(ControlPlaneTest, UnknownReferencesAreRefusedAndNothingIsStored) {
   EXPECT_TRUE(cp_->list_tasks(admin_, TaskQuery{})->items.empty());
 }
 
+// rg-a again, with defaults and a per-task maximum that names L40S GPUs.
+constexpr std::string_view kRgWithLimits = R"(
+apiVersion: cubeplane/v1
+kind: ResourceGroup
+metadata: {name: rg-a}
+spec:
+  clusters: [c1, c2]
+  quota:
+    gpu/a100: {guaranteed: 4}
+  default_request: {cpu: 500m, memory: 2Gi}
+  max_per_task: {gpu/l40s: 2}
+)";
+
+TEST_F(ControlPlaneTest, FallbackShapesGetTheGroupsDefaults) {
+  // default_request fills what a fallback leaves out (here memory, inherited from the step, and cpu it drops).
+  auto rg = parse_document(kRgWithLimits);
+  ASSERT_TRUE(cp_->apply_document(admin_, "ResourceGroup", *rg, std::string("rg-a")).ok());
+  auto ids =
+      submit(alice_, pipeline_yaml("pa", 1, "      fallbacks: [{after: 10m, resources: {cpu: 0, gpu_type: l40s}}]\n"));
+  ASSERT_EQ(ids.size(), 1u);
+  Step step = task(ids[0]).step;
+  EXPECT_EQ(step.resources, Resources::parse_or_die("cpu:1,memory:2Gi,gpu/a100:1"));
+  ASSERT_EQ(step.fallbacks.size(), 1u);
+  EXPECT_EQ(step.fallbacks[0].after_s, 600);
+  EXPECT_EQ(step.fallbacks[0].resources, Resources::parse_or_die("cpu:500m,memory:2Gi,gpu/l40s:1"));
+}
+
+TEST_F(ControlPlaneTest, FallbackShapesAreHeldToTheTaskMaximum) {
+  // A fallback asking more than max_per_task is refused at its own path, and nothing is stored.
+  auto rg = parse_document(kRgWithLimits);
+  ASSERT_TRUE(cp_->apply_document(admin_, "ResourceGroup", *rg, std::string("rg-a")).ok());
+  auto doc = parse_document(pipeline_yaml("pa", 1,
+                                          "      fallbacks:\n"
+                                          "        - {after: 10m, resources: {gpu: 2, gpu_type: l40s}}\n"
+                                          "        - {after: 20m, resources: {gpu: 3, gpu_type: l40s}}\n"));
+  ASSERT_TRUE(doc.ok());
+  auto r = cp_->submit_pipeline(alice_, *doc);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "exceeds_task_maximum");
+  EXPECT_EQ(std::string(r.error().details.at("field").as_string()), "spec.steps[0].fallbacks[1].resources.gpu/l40s");
+  EXPECT_FALSE(r.error().message.empty());
+  EXPECT_FALSE(r.error().message_zh.empty());
+  EXPECT_TRUE(cp_->list_tasks(admin_, TaskQuery{})->items.empty());
+}
+
 TEST_F(ControlPlaneTest, FailedStepRetriesThenCancelsItsDependents) {
   // A failing step is retried max_retries times; then it fails and its dependents are cancelled.
   auto [agent, cred] = connect("c1");

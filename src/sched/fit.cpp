@@ -1,0 +1,65 @@
+#include "sched/fit.h"
+
+#include "sched/reasons.h"
+#include "sched/select.h"
+
+namespace cp::sched {
+
+Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext& c, const Request& request,
+              bool count_held, const std::vector<std::string>* clusters, bool explain) {
+  Fit out;
+  const ResourceGroup& group = *c.group;
+  const Resources& typed = request.any_gpu() ? request.typed_part() : request.per_replica;
+  if (!state.quota().fits(group, typed, request.replicas, c.may_borrow, count_held)) {
+    if (explain) out.reasons = state.quota().check(group, typed, request.replicas, c.may_borrow, count_held);
+    out.blocked = Blocked::kQuota;
+    return out;
+  }
+  const auto& usable = clusters ? *clusters : c.clusters.usable;
+  // First only where it can fit; every node, counted per cause, only to
+  // explain a failure.
+  NodeFeasibility nodes = feasible_nodes(state, loads, usable, group, request, false);
+  Selection selection;
+  if (!nodes.fit.empty()) {
+    SelectOptions options;
+    options.loads = &loads;
+    options.policy = group.placement;
+    options.may_borrow = c.may_borrow;
+    options.count_held = count_held;
+    selection = select_gang(state, group, *c.task, request, nodes.fit, options);
+  }
+  if (selection.placement) {
+    Placement& p = *selection.placement;
+    p.borrowing =
+        !state.quota().would_borrow(group.name, p.per_replica, static_cast<int>(p.placements.size())).empty();
+    out.placement = std::move(selection.placement);
+    return out;
+  }
+  if (!selection.quota.empty()) {
+    out.reasons = std::move(selection.quota);
+    out.blocked = Blocked::kQuota;
+    return out;
+  }
+  if (explain) {
+    NodeFeasibility counted = feasible_nodes(state, loads, usable, group, request, true);
+    out.reasons.push_back(reasons::no_node(counted.counts, request, group, usable));
+  }
+  out.blocked = Blocked::kCapacity;
+  return out;
+}
+
+Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext& c, bool count_held, bool explain) {
+  Fit first;
+  for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+    Fit f = fit_shape(state, loads, c, c.shapes[i], count_held, nullptr, explain);
+    if (f.placement) return f;
+    if (i == 0) {
+      first = std::move(f);
+      continue;
+    }
+    for (auto& r : f.reasons) first.reasons.push_back(reasons::for_shape(std::move(r), c.shapes[i].shape));
+  }
+  return first;
+}
+
+}  // namespace cp::sched

@@ -1,0 +1,48 @@
+// One task against one view of the fleet: quota, nodes, gang selection,
+// every open shape in order. decide() uses it on the cycle's own loads; the
+// what-if questions (without reservations, with stopping work gone, without
+// some victims, drained) ask it again on an overlay.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sched/cycle_state.h"
+#include "sched/feasible.h"
+#include "sched/request.h"
+
+namespace cp::sched {
+
+// What one task brings to the cycle, worked out once.
+struct TaskContext {
+  const QueuedTask* queued = nullptr;
+  const Task* task = nullptr;
+  const ResourceGroup* group = nullptr;
+  const PriorityClass* priority_class = nullptr;  // nullptr: unknown class (defaults apply)
+  bool may_borrow = true;  // its class is preemptible: borrowed capacity can be taken back
+  Millis waited_ms = 0;    // in the queue, now - queued_at
+  ClusterFeasibility clusters;
+  std::vector<Request> shapes;  // the shapes open now, primary first
+};
+
+enum class Blocked { kNo, kQuota, kCapacity };
+
+struct Fit {
+  std::optional<Placement> placement;
+  std::vector<PendingReason> reasons;
+  Blocked blocked = Blocked::kNo;  // of the primary shape
+};
+
+// One shape. `clusters` narrows the usable clusters (nullptr: all of them).
+// `explain` false: only whether and where it fits (no reasons are built: the
+// what-if questions ask many times and need no words).
+Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext& c, const Request& request,
+              bool count_held, const std::vector<std::string>* clusters = nullptr, bool explain = true);
+
+// Every open shape in order; the first that fits wins. Reasons of fallback
+// shapes are kept after the primary's, marked with their shape.
+Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext& c, bool count_held,
+               bool explain = true);
+
+}  // namespace cp::sched

@@ -1,0 +1,128 @@
+#include "sched/preempt.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace cp::sched {
+namespace {
+
+// The work holds some of what the request asks for.
+bool frees_something(const RunningWork& w, const Request& request) {
+  for (const auto& [name, amount] : request.per_replica.amounts()) {
+    if (amount <= 0) continue;
+    if (name == kGpuAny ? w.per_replica.gpus() > 0 : w.per_replica.get(name) > 0) return true;
+  }
+  return false;
+}
+
+// The work borrows (holds above its group's guarantee) something the request asks for.
+bool borrows_what_is_asked(const CycleState& state, const RunningWork& w, const Request& request) {
+  for (const auto& [name, amount] : w.per_replica.amounts()) {
+    if (amount <= 0) continue;
+    bool asked = request.per_replica.get(name) > 0 || (name.starts_with(kGpuPrefix) && request.any_gpu());
+    if (asked && state.quota().borrowed(w.resource_group, name) > 0) return true;
+  }
+  return false;
+}
+
+std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
+                               bool reclaim_ok, bool priority_ok) {
+  const Task& task = *c.task;
+  std::vector<Victim> out;
+  for (const auto& cluster : c.clusters.usable) {
+    for (std::size_t w : state.running_on(cluster)) {
+      const RunningWork& work = state.running(w);
+      if (state.stopping(w) || !work.preemptible || work.task_id == task.id) continue;
+      if (!frees_something(work, request)) continue;
+      const ResourceGroup* g = state.group(work.resource_group);
+      bool same_cohort = g != nullptr && !c.group->cohort.empty() && g->cohort == c.group->cohort;
+      bool reclaim = reclaim_ok && same_cohort && work.resource_group != task.resource_group &&
+                     borrows_what_is_asked(state, work, request);
+      bool priority = priority_ok && work.priority < task.priority;
+      if (!reclaim && !priority) continue;
+      // Short of quota: only work charged to the task's group (or, for
+      // borrowing, its cohort) gives quota back.
+      if (blocked == Blocked::kQuota && work.resource_group != task.resource_group && !same_cohort) continue;
+      out.push_back({w, reclaim});
+    }
+  }
+  std::sort(out.begin(), out.end(), [&](const Victim& a, const Victim& b) {
+    const RunningWork& x = state.running(a.work);
+    const RunningWork& y = state.running(b.work);
+    // reclaim first; lowest priority; checkpointed first; latest start; id.
+    return std::make_tuple(!a.reclaim, x.priority, !x.checkpoint, -x.started_at, std::cref(x.attempt_id)) <
+           std::make_tuple(!b.reclaim, y.priority, !y.checkpoint, -y.started_at, std::cref(y.attempt_id));
+  });
+  return out;
+}
+
+// Victims for one shape, or nullopt. Leaves the quota book as it found it.
+std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
+                                     bool reclaim_ok, bool priority_ok, int max_victims) {
+  std::vector<Victim> pool = candidates(state, c, request, blocked, reclaim_ok, priority_ok);
+  if (pool.empty()) return std::nullopt;
+  Overlay overlay(state);
+  std::vector<Victim> chosen;
+  std::optional<Placement> placed;
+  for (const Victim& v : pool) {
+    if (static_cast<int>(chosen.size()) >= max_victims) break;
+    state.take_out(v.work, overlay);
+    chosen.push_back(v);
+    // Short of nodes: the victim's cluster is the one that changed. Short of
+    // quota: freed quota may be used in any cluster.
+    std::vector<std::string> one{state.running(v.work).cluster_id};
+    Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &one : nullptr, false);
+    if (f.placement) {
+      placed = std::move(f.placement);
+      break;
+    }
+  }
+  if (!placed) {
+    for (const Victim& v : chosen) state.put_back(v.work, overlay);
+    return std::nullopt;
+  }
+  // Drop every victim that was not needed after all, most expensive first.
+  std::vector<std::string> target{placed->cluster_id};
+  for (std::size_t i = chosen.size(); i-- > 0;) {
+    state.put_back(chosen[i].work, overlay);
+    Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &target : nullptr, false);
+    if (f.placement) {
+      placed = std::move(f.placement);
+      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    state.take_out(chosen[i].work, overlay);
+  }
+  Fit final_fit =
+      fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &target : nullptr, false);
+  for (const Victim& v : chosen) state.put_back(v.work, overlay);
+  if (!final_fit.placement) return std::nullopt;  // cannot happen: the set above made it fit
+  return VictimSet{std::move(chosen), std::move(*final_fit.placement)};
+}
+
+}  // namespace
+
+bool may_reclaim(const CycleState& state, const TaskContext& c) {
+  if (c.group->cohort.empty()) return false;
+  const Request& primary = c.shapes.front();
+  return state.quota().would_borrow(c.group->name, primary.typed_part(), primary.replicas).empty();
+}
+
+bool may_preempt_now(const TaskContext& c) {
+  const PriorityClass* pc = c.priority_class;
+  return pc != nullptr && pc->may_preempt && c.waited_ms >= pc->preempt_after_s * 1000;
+}
+
+std::optional<VictimSet> find_victims(CycleState& state, const TaskContext& c, Blocked blocked, int max_victims) {
+  bool reclaim_ok = may_reclaim(state, c);
+  bool priority_ok = may_preempt_now(c);
+  if (!reclaim_ok && !priority_ok) return std::nullopt;
+  for (const Request& shape : c.shapes) {
+    auto set = victims_for(state, c, shape, blocked, reclaim_ok, priority_ok, max_victims);
+    if (set) return set;
+  }
+  return std::nullopt;
+}
+
+}  // namespace cp::sched

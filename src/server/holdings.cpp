@@ -1,0 +1,131 @@
+#include "server/holdings.h"
+
+#include <algorithm>
+
+#include "server/internal.h"
+
+namespace cp::internal {
+
+namespace {
+
+// Replicas an attempt holds: Attempt::resources is stored per replica (see
+// schedule_once and attempt_total), one replica per placement.
+std::int64_t replicas_of(const Attempt& a) {
+  return static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
+}
+
+// The bound of cycle_state.cpp: an absurd GPU count reported by an agent is
+// not turned into that many indices.
+constexpr std::int64_t kMaxGpuIndices = 4096;
+
+}  // namespace
+
+Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx) {
+  std::unique_ptr<Holdings> h(new Holdings());
+  CP_ASSIGN(h->groups_, tx.list_resource_groups());
+  h->quota_.emplace(h->groups_);
+  CP_ASSIGN(auto classes, tx.list_priority_classes());
+  for (const auto& pc : classes) h->preemptible_[pc.name] = pc.preemptible;
+  CP_ASSIGN(auto nodes, tx.list_nodes(""));
+  for (auto& n : nodes) {
+    NodeKey key{n.cluster_id, n.name};
+    h->nodes_.emplace(std::move(key), std::move(n));
+  }
+
+  CP_ASSIGN(auto active, tx.active_attempts(""));
+  CP_ASSIGN(auto holding, tx.tasks_in_states({TaskState::Admitted, TaskState::Dispatched, TaskState::Running,
+                                              TaskState::Preempting}));
+  std::map<std::string, std::string> group_of;
+  for (const auto& t : holding) group_of[t.id] = t.resource_group;
+  for (const auto& a : active) {
+    auto g = group_of.find(a.task_id);
+    if (g == group_of.end()) {
+      // An active attempt of a task in another state should not exist; still
+      // charge it to its task's group rather than let it hold quota unseen.
+      CP_ASSIGN(auto t, tx.get_task(a.task_id));
+      g = group_of.emplace(a.task_id, t ? t->resource_group : std::string()).first;
+    }
+    h->charge(a, g->second);
+  }
+  return h;
+}
+
+void Holdings::charge(const Attempt& a, const std::string& resource_group) {
+  if (!resource_group.empty()) quota_->add(resource_group, a.resources, replicas_of(a));
+  for (const auto& rp : a.placements) {
+    auto& use = use_[NodeKey{a.cluster_id, rp.node}];
+    use.used.add(a.resources);
+    use.gpus_taken.insert(rp.gpu_indices.begin(), rp.gpu_indices.end());
+  }
+}
+
+std::optional<std::string> Holdings::recheck(const Task& t, const sched::Placement& pl) const {
+  if (t.state != TaskState::Queued || t.cancel_requested) return "task is no longer queued";
+  if (pl.placements.empty()) return "placement without replicas";
+  if (auto why = recheck_quota(t, pl)) return why;
+  return recheck_nodes(pl);
+}
+
+std::optional<std::string> Holdings::recheck_quota(const Task& t, const sched::Placement& pl) const {
+  const ResourceGroup* rg = quota_->group(t.resource_group);
+  if (rg == nullptr) return "resource group " + t.resource_group + " is gone";
+  // Borrowed capacity must be reclaimable: only preemptible work borrows
+  // (the rule decide() applied; an unknown class counts as preemptible).
+  auto pc = preemptible_.find(t.priority_class);
+  bool may_borrow = pc == preemptible_.end() || pc->second;
+  auto refused = quota_->check(*rg, pl.per_replica, static_cast<int>(pl.placements.size()), may_borrow);
+  if (refused.empty()) return std::nullopt;
+  std::string why = "quota changed since the snapshot: " + refused.front().message;
+  for (std::size_t i = 1; i < refused.size(); ++i) why += "; " + refused[i].message;
+  return why;
+}
+
+std::optional<std::string> Holdings::recheck_nodes(const sched::Placement& pl) const {
+  // What the placement asks of each node, and which GPU indices.
+  std::map<std::string, sched::Tally> asked;
+  std::map<std::string, std::set<int>> indices;
+  for (const auto& rp : pl.placements) {
+    asked[rp.node].add(pl.per_replica);
+    for (int i : rp.gpu_indices) {
+      if (!indices[rp.node].insert(i).second) {
+        return "GPU " + std::to_string(i) + " on " + rp.node + " is given to two replicas";
+      }
+    }
+  }
+  static const NodeUse kIdle;
+  for (const auto& [name, want] : asked) {
+    NodeKey key{pl.cluster_id, name};
+    auto n = nodes_.find(key);
+    if (n == nodes_.end()) return "node " + pl.cluster_id + "/" + name + " is gone";
+    const Node& node = n->second;
+    if (!node.ready) return "node " + pl.cluster_id + "/" + name + " is no longer ready";
+    auto u = use_.find(key);
+    const NodeUse& use = u == use_.end() ? kIdle : u->second;
+
+    for (const auto& [resource, amount] : want.amounts()) {
+      if (amount <= 0 || resource.starts_with(kGpuPrefix)) continue;
+      if (static_cast<sched::Wide>(node.allocatable.get(resource)) - use.used.get(resource) < amount) {
+        return "node " + pl.cluster_id + "/" + name + " has no room for " + resource + " any more";
+      }
+    }
+    if (want.gpus() > 0 && static_cast<sched::Wide>(node.allocatable.gpus()) - use.used.gpus() < want.gpus()) {
+      return "node " + pl.cluster_id + "/" + name + " has too few free GPUs now";
+    }
+
+    std::set<int> exists;
+    if (node.gpus.empty()) {
+      for (std::int64_t i = 0; i < std::min<std::int64_t>(node.allocatable.gpus(), kMaxGpuIndices); ++i) {
+        exists.insert(static_cast<int>(i));
+      }
+    } else {
+      for (const auto& g : node.gpus) exists.insert(g.index);
+    }
+    for (int i : indices[name]) {
+      if (!exists.contains(i)) return "GPU " + std::to_string(i) + " on " + name + " is gone";
+      if (use.gpus_taken.contains(i)) return "GPU " + std::to_string(i) + " on " + name + " was taken";
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace cp::internal

@@ -1,0 +1,63 @@
+// What is held right now according to the store, for re-checking a plan
+// inside the write transaction that applies it (Nomad's plan_apply: the plan
+// was made on a snapshot; the store may have moved on since).
+//
+// Two books, both charged with every active attempt (Dispatched, Running,
+// Stopping: a victim in its grace still holds what it was given):
+//   quota  per resource group, with sched::QuotaBook, the one rule decide()
+//          applied (guarantee, borrowing up to the ceiling within the cohort)
+//   nodes  per node: resources and GPU indices, against the node's current
+//          allocatable (a node that shrank or went away since the snapshot)
+// An accepted placement is charged at once, so the next one of the same plan
+// sees it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sched/admission.h"
+#include "sched/scheduler.h"
+#include "sched/tally.h"
+#include "store/store.h"
+
+namespace cp::internal {
+
+class Holdings {
+ public:
+  // Reads groups, priority classes, nodes and active attempts (with their
+  // tasks' resource groups) in `tx`.
+  static Result<std::unique_ptr<Holdings>> load(Tx& tx);
+
+  Holdings(const Holdings&) = delete;
+  Holdings& operator=(const Holdings&) = delete;
+
+  // Why `pl` for task `t` cannot be applied any more; nullopt when it can.
+  std::optional<std::string> recheck(const Task& t, const sched::Placement& pl) const;
+  // Charges an attempt (per replica x replicas) to a group and to its nodes.
+  void charge(const Attempt& a, const std::string& resource_group);
+
+ private:
+  Holdings() = default;
+
+  struct NodeUse {
+    sched::Tally used;
+    std::set<int> gpus_taken;
+  };
+  using NodeKey = std::pair<std::string, std::string>;  // (cluster, node)
+
+  std::optional<std::string> recheck_quota(const Task& t, const sched::Placement& pl) const;
+  std::optional<std::string> recheck_nodes(const sched::Placement& pl) const;
+
+  std::vector<ResourceGroup> groups_;  // quota_ refers to these: never resized after load
+  std::optional<sched::QuotaBook> quota_;
+  std::map<std::string, bool> preemptible_;  // priority class -> preemptible
+  std::map<NodeKey, Node> nodes_;
+  std::map<NodeKey, NodeUse> use_;
+};
+
+}  // namespace cp::internal
