@@ -284,8 +284,8 @@ void add_platform_commands(CLI::App& app, cp::cli::ClientContext& ctx) {
     cmd->add_option("--config", o.config, "fleet configuration file (YAML; see examples/demo-fleet.yaml)");
     cmd->add_option("--data-dir", o.data_dir, "where the SQLite database, objects and agent state live");
     cmd->add_option("--listen", o.listen, "address to serve the API and UI on, e.g. 127.0.0.1:8080 or :0");
-    cmd->add_option("--store", o.store, "metadata store URL: sqlite:///path/db (postgresql:// later)");
-    cmd->add_option("--objects", o.objects, "object store URL: file:///dir");
+    cmd->add_option("--store", o.store, "metadata store URL: sqlite:///path/db or postgresql://user@host/db[?pool=N]");
+    cmd->add_option("--objects", o.objects, "object store URL: file:///dir or s3://bucket[/prefix]?endpoint=...&region=...&style=path|virtual");
     cmd->add_option("--web-root", o.web_root, "directory of the built web UI");
     cmd->add_option("--log-level", o.log_level, "trace|debug|info|warn|error");
   };

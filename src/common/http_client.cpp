@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <mutex>
 
 namespace cp {
@@ -26,6 +27,26 @@ size_t write_cb(char* ptr, size_t size, size_t nmemb, void* userdata) {
   } else {
     sink->body->append(chunk);
   }
+  return size * nmemb;
+}
+
+// Called once per header line, status lines included; a new status line
+// (after "100 Continue") starts the headers over.
+size_t header_cb(char* ptr, size_t size, size_t nmemb, void* userdata) {
+  auto* headers = static_cast<std::map<std::string, std::string>*>(userdata);
+  std::string_view line(ptr, size * nmemb);
+  if (line.starts_with("HTTP/")) {
+    headers->clear();
+    return size * nmemb;
+  }
+  auto colon = line.find(':');
+  if (colon == std::string_view::npos) return size * nmemb;
+  std::string name(line.substr(0, colon));
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::string_view value = line.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+  (*headers)[std::move(name)] = std::string(value);
   return size * nmemb;
 }
 
@@ -90,6 +111,8 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min(opts.timeout_ms, 10000L));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &resp.headers);
   if (method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());

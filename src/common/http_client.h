@@ -17,6 +17,9 @@ struct HttpResponse {
   long status = 0;
   std::string body;
   std::string content_type;
+  // Response headers by lower-case name (the last value of a repeated one);
+  // those of a final answer only, not of an interim "100 Continue".
+  std::map<std::string, std::string> headers;
 };
 
 struct HttpRequestOptions {

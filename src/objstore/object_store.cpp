@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "objstore/local_object_store.h"
+#include "objstore/s3_object_store.h"
 
 namespace cp {
 namespace {
@@ -61,8 +62,10 @@ Result<std::unique_ptr<ObjectStore>> open_object_store(const std::string& url) {
     return std::unique_ptr<ObjectStore>(std::move(store));
   }
   if (url.starts_with("s3://")) {
-    return unsupported_url(url, "s3 object store not built yet: use file:///path/to/dir for now",
-                           "S3 对象存储尚未实现：目前请使用 file:///path/to/dir");
+    CP_ASSIGN(S3Options options, parse_s3_url(url));
+    CP_ASSIGN(options.credentials, s3_credentials_from_env());
+    CP_ASSIGN(auto store, S3ObjectStore::open(std::move(options)));
+    return std::unique_ptr<ObjectStore>(std::move(store));
   }
   return unsupported_url(url, "unsupported objects URL \"" + url + "\": use file:///path/to/dir or s3://bucket",
                          "不支持的对象存储地址 \"" + url + "\"：请使用 file:///path/to/dir 或 s3://bucket");

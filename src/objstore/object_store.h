@@ -35,7 +35,8 @@ class ObjectStore {
 // Rejects keys that are empty, absolute, contain "..", "//", NUL or control characters.
 Status validate_object_key(std::string_view key);
 
-// file:///abs/dir (later s3://bucket?endpoint=...).
+// file:///abs/dir, or s3://bucket[/prefix]?endpoint=...&region=...&style=path|virtual
+// with credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (s3_object_store.h).
 Result<std::unique_ptr<ObjectStore>> open_object_store(const std::string& url);
 
 // Keys used by the platform.

@@ -1,4 +1,5 @@
 // The one place that maps a store URL to a backend.
+#include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/store.h"
 
@@ -11,9 +12,9 @@ Result<std::unique_ptr<Store>> open_store(const std::string& url) {
     return std::unique_ptr<Store>(std::move(store));
   }
   if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-    Error e{"unsupported_store", 400, "PostgreSQL support is not built yet", "尚未支持 PostgreSQL", {}};
-    e.details["url_scheme"] = "postgresql";
-    return e;
+    CP_ASSIGN(PostgresOptions options, parse_postgres_url(url));
+    CP_ASSIGN(auto store, PostgresStore::open(options));
+    return std::unique_ptr<Store>(std::move(store));
   }
   Error e{"invalid_store_url", 400,
           "invalid store URL: expected sqlite:///absolute/path/to/db, sqlite::memory: or postgresql://...",

@@ -5,7 +5,7 @@
 //   store.write([&](Tx& tx) -> Status { ...reads and writes...; return {}; });
 //
 // A body that returns an error rolls the transaction back. Implementations
-// (sqlite/, later postgres/) pass one conformance suite (tests/store).
+// (sqlite/, postgres/) pass one conformance suite (tests/store).
 #pragma once
 
 #include <functional>
@@ -149,7 +149,7 @@ class Store {
   virtual std::string backend() const = 0;
 };
 
-// Opens a store by URL: sqlite:///abs/path/db, sqlite::memory:, (later) postgresql://...
+// Opens a store by URL: sqlite:///abs/path/db, sqlite::memory:, postgresql://... (any libpq URI, plus ?pool=N)
 Result<std::unique_ptr<Store>> open_store(const std::string& url);
 
 }  // namespace cp

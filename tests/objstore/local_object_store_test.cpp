@@ -219,15 +219,6 @@ TEST(OpenObjectStore, RelativeFileUrlIsRefused) {
   EXPECT_EQ(s.error().status, 400);
 }
 
-TEST(OpenObjectStore, S3IsNotBuiltYet) {
-  // s3:// is refused with a clear message until the S3 store exists.
-  auto s = open_object_store("s3://bucket?endpoint=http://localhost:9000&region=us-east-1");
-  ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.error().code, "unsupported_objects_url");
-  EXPECT_NE(s.error().message.find("s3 object store not built yet"), std::string::npos);
-  EXPECT_FALSE(s.error().message_zh.empty());
-}
-
 TEST(OpenObjectStore, OtherSchemesAreRefused) {
   // Any other URL is unsupported_objects_url, 400.
   for (const char* url : {"http://x/y", "/plain/path", "", "gs://bucket"}) {

@@ -1,11 +1,12 @@
 // The conformance suite: what any ObjectStore does. Instantiated per
-// backend elsewhere (local_object_store_test.cpp).
+// backend elsewhere (local_object_store_test.cpp, s3_object_store_test.cpp).
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <thread>
 
 #include "object_store_conformance.h"
+#include "objstore/retention.h"
 
 namespace cp::testing_objstore {
 namespace {
@@ -240,6 +241,45 @@ TEST_P(ObjectStoreConformance, ConcurrentWritersDoNotCollide) {
   auto all = keys("c/");
   EXPECT_EQ(all.size(), static_cast<std::size_t>(kThreads * kKeys));
   for (const auto& k : all) EXPECT_EQ(get(k), k);
+}
+
+// ----------------------------------------------------------- retention
+
+TEST_P(ObjectStoreConformance, RemoveOlderThanRemovesOldObjectsUnderThePrefixOnly) {
+  // remove_older_than removes the objects under the prefix older than the cutoff, a batch at a time, and nothing else.
+  for (const char* k : {"tmp/a", "tmp/b/c", "tmp/d", "keep/e", "tmpx"}) put(k, "x");
+  auto all = store().list("");
+  ASSERT_TRUE(all.ok());
+  std::int64_t newest = 0;
+  for (const auto& info : *all) newest = std::max(newest, info.modified_ms);
+  ASSERT_GT(newest, 0) << "list reports modification times";
+  auto removed = remove_older_than(store(), "tmp/", newest + 1, 1);
+  ASSERT_TRUE(removed.ok()) << removed.error().message;
+  EXPECT_EQ(*removed, 3);
+  EXPECT_THAT(keys(""), ElementsAre("keep/e", "tmpx"));
+}
+
+TEST_P(ObjectStoreConformance, RemoveOlderThanKeepsObjectsAtTheCutoff) {
+  // "Older than" is strict: an object modified at the cutoff or later stays.
+  put("tmp/a", "x");
+  put("tmp/b", "x");
+  auto listed = store().list("tmp/");
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  std::int64_t oldest = std::min((*listed)[0].modified_ms, (*listed)[1].modified_ms);
+  auto removed = remove_older_than(store(), "tmp/", oldest, 1);
+  ASSERT_TRUE(removed.ok()) << removed.error().message;
+  EXPECT_EQ(*removed, 0);
+  EXPECT_THAT(keys("tmp/"), ElementsAre("tmp/a", "tmp/b"));
+}
+
+TEST_P(ObjectStoreConformance, RemoveOlderThanNeedsAPositiveBatch) {
+  // A batch below 1 is a caller error, and nothing is removed.
+  put("tmp/a", "x");
+  auto r = remove_older_than(store(), "tmp/", std::int64_t{1} << 62, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, "invalid_field");
+  EXPECT_THAT(keys("tmp/"), ElementsAre("tmp/a"));
 }
 
 }  // namespace

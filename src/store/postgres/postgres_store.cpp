@@ -1,0 +1,271 @@
+#include "store/postgres/postgres_store.h"
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+
+#include "store/postgres/postgres_tx.h"
+#include "store/store_error.h"
+
+namespace cp {
+namespace {
+
+Error invalid_url(const std::string& display, const std::string& why) {
+  Error e{"invalid_store_url", 400, "invalid store URL \"" + display + "\": " + why,
+          "无效的存储 URL \"" + display + "\"：" + why, {}};
+  e.details["url"] = display;
+  return e;
+}
+
+// The URI with the password of its user part and of a password= parameter
+// replaced by "***"; `secrets` collects what was hidden.
+std::string redact(std::string_view url, std::vector<std::string>* secrets = nullptr) {
+  std::string out(url);
+  auto scheme = out.find("://");
+  if (scheme != std::string::npos) {
+    auto start = scheme + 3;
+    auto authority_end = out.find_first_of("/?", start);
+    if (authority_end == std::string::npos) authority_end = out.size();
+    auto at = out.rfind('@', authority_end);
+    if (at != std::string::npos && at >= start) {
+      auto colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) {
+        if (secrets != nullptr) secrets->push_back(out.substr(colon + 1, at - colon - 1));
+        out.replace(colon + 1, at - colon - 1, "***");
+      }
+    }
+  }
+  for (std::size_t pos = out.find('?'); pos != std::string::npos; pos = out.find('&', pos + 1)) {
+    constexpr std::string_view kKey = "password=";
+    if (out.compare(pos + 1, kKey.size(), kKey) != 0) continue;
+    auto value = pos + 1 + kKey.size();
+    auto end = std::min(out.find('&', value), out.size());
+    if (secrets != nullptr) secrets->push_back(out.substr(value, end - value));
+    out.replace(value, end - value, "***");
+  }
+  return out;
+}
+
+// Transactions of this thread that are open, per store: a nested write() or
+// read() would wait for a second pooled connection while holding the first
+// (and deadlock on its own row locks), so it is a CHECK failure instead.
+thread_local std::vector<const void*> tls_open_stores;
+
+class InsideMark {
+ public:
+  explicit InsideMark(const void* store) {
+    CP_CHECK(std::find(tls_open_stores.begin(), tls_open_stores.end(), store) == tls_open_stores.end(),
+             "Store::write/read/migrate called inside a transaction body on the same thread (would deadlock)");
+    tls_open_stores.push_back(store);
+  }
+  ~InsideMark() { tls_open_stores.pop_back(); }
+  InsideMark(const InsideMark&) = delete;
+  InsideMark& operator=(const InsideMark&) = delete;
+};
+
+}  // namespace
+
+Result<PostgresOptions> parse_postgres_url(std::string_view url) {
+  std::vector<std::string> secrets;
+  const std::string display = redact(url, &secrets);
+  if (!url.starts_with("postgresql://") && !url.starts_with("postgres://")) {
+    return invalid_url(display, "expected postgresql://user@host:port/database");
+  }
+  PostgresOptions options;
+  auto q = url.find('?');
+  std::string conninfo(url.substr(0, q));
+  std::string_view query = q == std::string_view::npos ? std::string_view() : url.substr(q + 1);
+  std::string kept;  // the parameters that are libpq's
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (pair.starts_with("pool=")) {
+      std::string_view value = pair.substr(5);
+      int n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 100) {
+        return invalid_url(display, "pool must be a number of connections from 1 to 100");
+      }
+      options.pool_size = n;
+    } else if (!pair.empty()) {
+      kept += kept.empty() ? "?" : "&";
+      kept += pair;
+    }
+  }
+  options.conninfo = conninfo + kept;
+  options.display = redact(options.conninfo);
+
+  // Let libpq judge the rest now, so that a typo is a 400 at start-up
+  // rather than a connection failure.
+  char* message = nullptr;
+  PQconninfoOption* parsed = PQconninfoParse(options.conninfo.c_str(), &message);
+  if (parsed == nullptr) {
+    std::string why = message != nullptr ? message : "not a libpq connection URI";
+    PQfreemem(message);
+    while (!why.empty() && why.back() == '\n') why.pop_back();
+    for (const auto& secret : secrets) {
+      for (auto pos = why.find(secret); !secret.empty() && pos != std::string::npos; pos = why.find(secret)) {
+        why.replace(pos, secret.size(), "***");
+      }
+    }
+    return invalid_url(display, why);
+  }
+  PQconninfoFree(parsed);
+  return options;
+}
+
+PostgresStore::PostgresStore(const PostgresOptions& options)
+    : options_(options),
+      pool_(
+          [conninfo = options.conninfo, display = options.display] { return pg::Connection::open(conninfo, display); },
+          options.pool_size) {}
+
+Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const PostgresOptions& options) {
+  CP_CHECK(options.pool_size >= 1, "PostgresOptions::pool_size must be at least 1");
+  std::unique_ptr<PostgresStore> store(new PostgresStore(options));
+  {
+    CP_ASSIGN(auto first, store->pool_.acquire());
+  }
+  return store;
+}
+
+Status PostgresStore::write(const std::function<Status(Tx&)>& body) { return run(TxKind::write, body); }
+
+Status PostgresStore::read(const std::function<Status(Tx&)>& body) { return run(TxKind::read, body); }
+
+Status PostgresStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
+  InsideMark mark(this);
+  return transaction(kind, [&](pg::Connection& conn) -> Status {
+    PostgresTx tx(conn, kind == TxKind::write);
+    return body(tx);
+  });
+}
+
+Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Connection&)>& body) {
+  CP_ASSIGN(auto lease, pool_.acquire());
+  pg::Connection& conn = *lease;
+  Gate gate = Gate::shared;
+  for (int attempt = 0;; ++attempt) {
+    conn.clear_retry();
+    // A connection the server dropped while it sat in the pool shows up
+    // here or at BEGIN; either way the body has not run yet.
+    Status status = conn.broken() ? conn.reconnect() : Status();
+    if (status.ok()) status = transaction_once(conn, kind, gate, body);
+    if (status.ok()) return status;
+    pg::Retry why = conn.retry();
+    if (why == pg::Retry::no || attempt == kRetries) return status;
+    if (why == pg::Retry::conflict) {
+      gate = Gate::exclusive;  // see the header: the next run cannot collide again
+    } else {
+      std::this_thread::sleep_for(options_.reconnect_backoff * (attempt + 1));
+    }
+  }
+}
+
+Status PostgresStore::transaction_once(pg::Connection& conn, TxKind kind, Gate gate,
+                                       const std::function<Status(pg::Connection&)>& body) {
+  // One round trip: BEGIN and, for a write, the gate. LOCK takes no
+  // snapshot, so a SERIALIZABLE transaction's snapshot comes after the lock:
+  // with the gate held exclusively, it sees every writer that went before.
+  std::string begin;
+  switch (kind) {
+    case TxKind::read:
+      begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+      break;
+    case TxKind::write:
+      begin = gate == Gate::shared
+                  ? "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE schema_migrations IN ROW SHARE MODE"
+                  : "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE schema_migrations IN EXCLUSIVE MODE";
+      break;
+    case TxKind::migrate:
+      // READ COMMITTED, so that what runs after the lock sees what another
+      // migrating process committed while we waited for it.
+      begin = "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(pg::kMigrationLockKey) + ")";
+      break;
+  }
+  // Rolls back unless COMMIT ended the transaction, whether the body
+  // returned an error, a statement failed (the LOCK after BEGIN included),
+  // or the body threw.
+  struct RollbackUnlessCommitted {
+    pg::Connection& conn;
+    ~RollbackUnlessCommitted() {
+      if (conn.in_transaction() && !conn.broken()) (void)conn.execute("ROLLBACK");
+    }
+  } guard{conn};
+
+  CP_TRY(conn.execute(begin));
+  CP_TRY(body(conn));
+  // A body may have turned a failed statement into its own success. The
+  // server has rolled the transaction back by then, and COMMIT would say
+  // "ROLLBACK" without an error: report it instead (and retry when the
+  // failure was a conflict or a lost connection).
+  if (conn.broken() || conn.transaction_failed()) {
+    return store_error(conn.retry() == pg::Retry::no ? 500 : 503,
+                       "a statement failed inside the transaction and the body went on; rolled back");
+  }
+  Status committed = conn.execute("COMMIT");
+  if (!committed.ok() && conn.retry() == pg::Retry::lost) {
+    // The server may have committed before the connection went: running
+    // the body again could do it twice. Say so instead of guessing.
+    conn.clear_retry();
+    Error e = store_error(503, "lost the connection to PostgreSQL during COMMIT; the transaction may or may not "
+                               "have been committed");
+    e.details["backend"] = "postgresql";
+    return e;
+  }
+  return committed;
+}
+
+Status PostgresStore::migrate() {
+  InsideMark mark(this);
+  int current = 0;
+  CP_TRY(transaction(TxKind::migrate, [&](pg::Connection& conn) -> Status {
+    // Under the migration lock: two servers starting together would
+    // otherwise race on CREATE TABLE IF NOT EXISTS (a unique violation in
+    // the catalog, not a no-op).
+    CP_TRY(conn.execute(kSchemaMigrationsDdl));
+    CP_ASSIGN(auto rows, conn.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", {}));
+    current = static_cast<int>(rows.int64(0, 0));
+    return {};
+  }));
+  if (current > latest_schema_version()) {
+    return store_error(500, "the database schema is at version " + std::to_string(current) +
+                                ", newer than this build of cubeplane knows (" +
+                                std::to_string(latest_schema_version()) + "); run a newer cubeplane");
+  }
+  for (const Migration& m : migrations()) {
+    if (m.version > current) CP_TRY(apply(m));
+  }
+  return {};
+}
+
+Status PostgresStore::apply(const Migration& m) {
+  return transaction(TxKind::migrate, [&](pg::Connection& conn) -> Status {
+    // Checked again under the lock: another server may have applied it
+    // since we read the version.
+    CP_ASSIGN(auto applied, conn.query("SELECT 1 FROM schema_migrations WHERE version = ?", {std::int64_t{m.version}}));
+    if (applied.size() > 0) return {};
+    CP_TRY(conn.execute(m.sql));
+    if (!m.postgresql_after.empty()) CP_TRY(conn.execute(m.postgresql_after));
+    CP_TRY(conn.query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                      {std::int64_t{m.version}, options_.clock->now_ms()}));
+    return {};
+  });
+}
+
+int PostgresStore::schema_version() {
+  InsideMark mark(this);
+  auto lease = pool_.acquire();
+  if (!lease.ok()) return -1;
+  pg::Connection& conn = **lease;
+  if (conn.broken() && !conn.reconnect().ok()) return -1;
+  // Before the first migrate() there is no table yet: version 0.
+  auto exists = conn.query("SELECT to_regclass('schema_migrations') IS NOT NULL", {});
+  if (!exists.ok()) return -1;
+  if (exists->text(0, 0) != "t") return 0;
+  auto version = conn.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", {});
+  return version.ok() ? static_cast<int>(version->int64(0, 0)) : -1;
+}
+
+}  // namespace cp

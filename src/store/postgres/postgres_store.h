@@ -1,0 +1,96 @@
+// PostgresStore: the metadata store on a PostgreSQL server (DESIGN.md
+// "production"), for several control-plane processes or a database that an
+// operator already runs and backs up.
+//
+// A small pool of connections; each read() or write() takes one for the
+// whole transaction, so readers run beside each other and beside writers.
+//
+//   read():   BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY   one snapshot
+//   write():  BEGIN ISOLATION LEVEL SERIALIZABLE
+//             LOCK TABLE schema_migrations IN ROW SHARE MODE    the writer gate, shared
+//             body ... COMMIT
+//   retry:    after 40001/40P01 the body runs again holding the gate
+//             IN EXCLUSIVE MODE, i.e. alone among writers
+//
+// SERIALIZABLE because the bodies were written for SQLite, where writers run
+// one at a time: a quota re-check reads a set of tasks and then admits one,
+// and only SERIALIZABLE makes two of those running side by side behave as if
+// they had not (REPEATABLE READ would let both pass: write skew). The price
+// is that the server may roll a body back (40001) when it overlapped another
+// writer. A body that keeps colliding with a busy one would otherwise starve,
+// so its retry takes the gate exclusively: it waits for the writers already
+// in flight, new ones queue behind it, and its snapshot is taken only after
+// the lock (LOCK takes none), so nothing can overlap it any more. At most
+// kRetries more runs, as for SQLite's busy retries. See src/store/README.md.
+//
+// Durability is the server's: with synchronous_commit on (forced on per
+// session if the server has it off) and fsync on, a committed transaction
+// survives a crash of PostgreSQL, of the machine, and of this process.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/clock.h"
+#include "store/migrations.h"
+#include "store/postgres/pg_pool.h"
+#include "store/store.h"
+
+namespace cp {
+
+struct PostgresOptions {
+  std::string conninfo;  // a libpq URI, without Cubeplane's own parameters (pool)
+  std::string display;   // the same URI with any password hidden, for messages and logs
+  int pool_size = 4;     // connections at most; each transaction holds one throughout
+  const Clock* clock = &SystemClock::instance();  // stamps schema_migrations.applied_at
+  // Pause before running a body again after the connection was lost (times
+  // the attempt number), so that a restarting server gets a moment.
+  std::chrono::milliseconds reconnect_backoff{100};
+};
+
+// "postgresql://[user[:password]@][host][:port][/dbname][?param=value&...]"
+// (or postgres://): any libpq connection URI, plus `pool=N` (1..100,
+// default 4), which is taken out before the URI goes to libpq. Anything
+// libpq would refuse is 400 "invalid_store_url"; messages never show the
+// password.
+Result<PostgresOptions> parse_postgres_url(std::string_view url);
+
+class PostgresStore final : public Store {
+ public:
+  // Connects once, so that a wrong URL or an unreachable server fails here
+  // (503), not at the first request.
+  static Result<std::unique_ptr<PostgresStore>> open(const PostgresOptions& options);
+
+  Status migrate() override;
+  Status write(const std::function<Status(Tx&)>& body) override;
+  Status read(const std::function<Status(Tx&)>& body) override;
+  int schema_version() override;  // -1 if the database cannot be read
+  std::string backend() const override { return "postgresql"; }
+
+  pg::Pool::Stats pool_stats() const { return pool_.stats(); }
+
+  // A body rolled back by the server (serialization failure, deadlock) or
+  // cut off by a lost connection runs again, at most this many more times.
+  static constexpr int kRetries = 5;
+
+ private:
+  enum class TxKind { read, write, migrate };
+  // How a write transaction passes the writer gate.
+  enum class Gate { shared, exclusive };
+
+  explicit PostgresStore(const PostgresOptions& options);
+  Status run(TxKind kind, const std::function<Status(Tx&)>& body);
+  // BEGIN ... COMMIT around `body` on one pooled connection, rolled back if
+  // it fails or throws, run again while the failure is worth retrying.
+  Status transaction(TxKind kind, const std::function<Status(pg::Connection&)>& body);
+  Status transaction_once(pg::Connection& conn, TxKind kind, Gate gate,
+                          const std::function<Status(pg::Connection&)>& body);
+  // Runs one migration unless a concurrent migrate() got there first.
+  Status apply(const Migration& m);
+
+  PostgresOptions options_;
+  pg::Pool pool_;
+};
+
+}  // namespace cp
