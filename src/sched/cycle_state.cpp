@@ -47,6 +47,8 @@ NodeView view_of(const Node& node) {
   v.labels = node.effective_labels();
   v.maintenance = node.in_maintenance();
   v.gpu_types = offered_gpu_types(node, v.labels);
+  v.alloc_cpu = node.allocatable.get(kCpu);
+  v.alloc_memory = node.allocatable.get(kMemory);
   if (auto it = v.labels.find(std::string(kLabelGpuType)); it != v.labels.end() && !it->second.empty()) {
     v.gpu_type = it->second;
   } else if (!node.gpus.empty() && !node.gpus.front().model.empty()) {
@@ -166,15 +168,18 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   });
   stopping_.assign(running_.size(), false);
   claimed_.assign(running_.size(), false);
+  running_nodes_.reserve(running_.size());
   for (std::size_t w = 0; w < running_.size(); ++w) {
     const RunningWork& work = *running_[w];
     quota_.add_kept(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()),
                     work.project_group);
     running_by_cluster_[work.cluster_id].push_back(w);
+    auto& where = running_nodes_.emplace_back();
     for (const auto& p : work.placements) {
       // Work on a node the snapshot no longer lists still counts against its
       // group's quota; there is just no node to charge.
       auto i = node_index(work.cluster_id, p.node);
+      where.push_back(i);
       if (!i) continue;
       loads_[*i].add(work.per_replica, p.gpu_indices, work.project_group);
     }
@@ -288,8 +293,8 @@ void CycleState::hold_over(const Task& task, const Placement& placement, const s
       quota_freed.add(work.per_replica, static_cast<std::int64_t>(work.placements.size()));
     }
     if (work.cluster_id != placement.cluster_id) continue;
-    for (const auto& p : work.placements) {
-      if (auto i = node_index(work.cluster_id, p.node)) freed[*i].add(work.per_replica);
+    for (const auto& i : running_nodes_[w]) {
+      if (i) freed[*i].add(work.per_replica);
     }
   }
   for (const auto& [i, n] : need) {
@@ -315,29 +320,28 @@ void CycleState::mark_stopping(std::size_t w) {
   if (stopping_[w] && !running_[w]->stopping) return;  // marked in this cycle already
   stopping_[w] = true;
   stopping_list_.push_back(w);
-  const RunningWork& work = *running_[w];
-  for (const auto& p : work.placements) {
-    auto i = node_index(work.cluster_id, p.node);
-    if (!i) continue;
-    nodes_with_stopping_.insert(*i);
+  for (const auto& i : running_nodes_[w]) {
+    if (i) nodes_with_stopping_.insert(*i);
   }
 }
 
 void CycleState::take_out(std::size_t w, Overlay& overlay) {
   const RunningWork& work = *running_[w];
   quota_.add(work.resource_group, work.per_replica, -static_cast<std::int64_t>(work.placements.size()));
-  for (const auto& p : work.placements) {
-    auto i = node_index(work.cluster_id, p.node);
-    if (i) overlay.edit(*i).remove(work.per_replica, p.gpu_indices, work.project_group);
+  for (std::size_t r = 0; r < work.placements.size(); ++r) {
+    if (auto i = running_nodes_[w][r]) {
+      overlay.edit(*i).remove(work.per_replica, work.placements[r].gpu_indices, work.project_group);
+    }
   }
 }
 
 void CycleState::put_back(std::size_t w, Overlay& overlay) {
   const RunningWork& work = *running_[w];
   quota_.add(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()));
-  for (const auto& p : work.placements) {
-    auto i = node_index(work.cluster_id, p.node);
-    if (i) overlay.edit(*i).add(work.per_replica, p.gpu_indices, work.project_group);
+  for (std::size_t r = 0; r < work.placements.size(); ++r) {
+    if (auto i = running_nodes_[w][r]) {
+      overlay.edit(*i).add(work.per_replica, work.placements[r].gpu_indices, work.project_group);
+    }
   }
 }
 

@@ -62,6 +62,8 @@ struct NodeView {
   std::vector<int> gpu_indices;
   // Every GPU type the node offers (see offers_gpu_type).
   std::vector<std::string> gpu_types;
+  std::int64_t alloc_cpu = 0;  // allocatable cpu and memory, read once
+  std::int64_t alloc_memory = 0;
 
   const std::string& cluster_id() const { return node->cluster_id; }
   const std::string& name() const { return node->name; }
@@ -148,6 +150,10 @@ class CycleState final : public LoadView {
   // snapshot says or as this cycle decided (mark_stopping).
   std::size_t running_count() const { return running_.size(); }
   const RunningWork& running(std::size_t work) const { return *running_[work]; }
+  // The node index of each replica of running work (nullopt: the node is gone).
+  const std::vector<std::optional<std::size_t>>& running_nodes(std::size_t work) const {
+    return running_nodes_[work];
+  }
   bool stopping(std::size_t work) const { return stopping_[work]; }
   // Indices of all stopping work (the snapshot's and this cycle's victims).
   const std::vector<std::size_t>& stopping_work() const { return stopping_list_; }
@@ -188,6 +194,8 @@ class CycleState final : public LoadView {
   std::vector<NodeLoad> loads_;
   QuotaBook quota_;
   std::vector<const RunningWork*> running_;
+  // Per running work, the node index of each replica (nullopt: node gone).
+  std::vector<std::vector<std::optional<std::size_t>>> running_nodes_;
   std::vector<bool> stopping_;
   std::vector<bool> claimed_;
   std::vector<std::size_t> stopping_list_;

@@ -108,11 +108,14 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
   auto lacks = [&](std::string_view name, std::int64_t asked) {
     return static_cast<Wide>(alloc.get(name)) - in_use(load, name, mode) < asked;
   };
-  const std::int64_t cpu = request.per_replica.get(kCpu);
-  const std::int64_t memory = request.per_replica.get(kMemory);
-  if (cpu > 0 && lacks(kCpu, cpu)) return NodeMisfit::kInsufficientCpu;
-  if (memory > 0 && lacks(kMemory, memory)) return NodeMisfit::kInsufficientMemory;
+  if (request.cpu > 0 && static_cast<Wide>(node.alloc_cpu) - in_use(load, kCpu, mode) < request.cpu) {
+    return NodeMisfit::kInsufficientCpu;
+  }
+  if (request.memory > 0 && static_cast<Wide>(node.alloc_memory) - in_use(load, kMemory, mode) < request.memory) {
+    return NodeMisfit::kInsufficientMemory;
+  }
   if (request.wants_gpus() && free_gpus(node, load, mode) < request.gpus) return NodeMisfit::kInsufficientGpu;
+  if (!request.others) return std::nullopt;
   for (const auto& [name, amount] : request.per_replica.amounts()) {
     if (name == kCpu || name == kMemory || name.starts_with(kGpuPrefix)) continue;
     if (amount > 0 && lacks(name, amount)) return NodeMisfit::kInsufficientOther;

@@ -1,6 +1,7 @@
 #include "sched/preempt.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -30,11 +31,23 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
                                bool reclaim_ok, bool priority_ok) {
   const Task& task = *c.task;
   std::vector<Victim> out;
+  // Short of nodes: only work on a node the task could use at all frees room for it.
+  std::map<std::size_t, bool> usable_node;
+  auto on_usable_node = [&](std::size_t w) {
+    for (const auto& i : state.running_nodes(w)) {
+      if (!i) continue;
+      auto [it, added] = usable_node.try_emplace(*i, false);
+      if (added) it->second = statically_fits(state.nodes()[*i], *c.group, request);
+      if (it->second) return true;
+    }
+    return false;
+  };
   for (const auto& cluster : c.clusters.usable) {
     for (std::size_t w : state.running_on(cluster)) {
       const RunningWork& work = state.running(w);
       if (state.stopping(w) || !work.preemptible || work.task_id == task.id) continue;
       if (!frees_something(work, request)) continue;
+      if (blocked == Blocked::kCapacity && !on_usable_node(w)) continue;
       const ResourceGroup* g = state.group(work.resource_group);
       bool same_cohort = g != nullptr && !c.group->cohort.empty() && g->cohort == c.group->cohort;
       bool reclaim = reclaim_ok && same_cohort && work.resource_group != task.resource_group &&

@@ -6,12 +6,10 @@ namespace cp::sched {
 
 Score score_node(PlacementPolicy policy, const NodeView& node, const NodeLoad& load, const Request& request,
                  std::string_view project_group, LoadMode mode) {
-  const Resources& alloc = node.node->allocatable;
-  auto left = [&](std::string_view name) {
-    return static_cast<Wide>(alloc.get(name)) - in_use(load, name, mode) - request.per_replica.get(name);
-  };
   Wide shared = request.wants_gpus() && load.hosts_other_project(project_group) ? 1 : 0;
-  Score s{shared, request.wants_gpus() ? free_gpus(node, load, mode) - request.gpus : 0, left(kCpu), left(kMemory)};
+  Score s{shared, request.wants_gpus() ? free_gpus(node, load, mode) - request.gpus : 0,
+          static_cast<Wide>(node.alloc_cpu) - in_use(load, kCpu, mode) - request.cpu,
+          static_cast<Wide>(node.alloc_memory) - in_use(load, kMemory, mode) - request.memory};
   if (policy == PlacementPolicy::spread) {
     for (std::size_t i = 1; i < s.size(); ++i) s[i] = -s[i];
   }

@@ -18,6 +18,9 @@ struct Request {
   std::string gpu_type;
   std::int64_t gpus = 0;  // per replica
   int shape = 0;          // 0: the step's own resources; i: step.fallbacks[i - 1]
+  std::int64_t cpu = 0;     // per_replica's cpu and memory, read once
+  std::int64_t memory = 0;
+  bool others = false;      // per_replica names something besides cpu, memory and GPUs
 
   bool wants_gpus() const { return gpus > 0; }
   bool any_gpu() const { return gpu_type == "any"; }

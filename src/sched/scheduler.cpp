@@ -175,9 +175,14 @@ class Cycle {
   bool after_stopping(const TaskContext& c, std::vector<PendingReason>& why) {
     if (state_.nodes_with_stopping().empty()) return false;
     // Work stopping and not yet claimed by an earlier task of this cycle.
+    // Only what could make room for this task: in its clusters, or its group's quota.
     std::vector<std::size_t> stopping;
     for (std::size_t w : state_.stopping_work()) {
-      if (!state_.claimed(w)) stopping.push_back(w);
+      if (state_.claimed(w)) continue;
+      const RunningWork& work = state_.running(w);
+      bool in_reach = work.resource_group == c.task->resource_group ||
+                      std::binary_search(c.clusters.usable.begin(), c.clusters.usable.end(), work.cluster_id);
+      if (in_reach) stopping.push_back(w);
     }
     if (stopping.empty()) return false;
     Overlay freed(state_);
