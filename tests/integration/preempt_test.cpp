@@ -40,7 +40,7 @@ spec: {role: user}
 apiVersion: cubeplane/v1
 kind: PriorityClass
 metadata: {name: batch}
-spec: {value: 100, preemptible: true, may_preempt: false, grace: 5s}
+spec: {value: 100, preemptible: true, may_preempt: false, grace: 20s}
 ---
 apiVersion: cubeplane/v1
 kind: PriorityClass
@@ -72,7 +72,7 @@ spec:
 constexpr const char* kTrainScript = R"sh(f="$CUBEPLANE_CHECKPOINT_DIR/progress"
           n=$(cat "$f" 2>/dev/null || echo 0)
           if [ "$CUBEPLANE_RESUME" = 1 ]; then echo "resumed at $n (restart $CUBEPLANE_RESTART_COUNT)"; fi
-          trap 'sleep 2; echo "$n" > "$f"; echo "checkpointed at $n"; exit 143' TERM
+          trap 'sleep 6; echo "$n" > "$f"; echo "checkpointed at $n"; exit 143' TERM
           while [ "$n" -lt 60 ]; do n=$((n+1)); echo "$n" > "$f"; sleep 0.1; done
           echo "finished at $n")sh";
 
@@ -151,8 +151,8 @@ spec:
   const std::string urgent = submit(p, alice, dir + "/urgent.yaml");
   ASSERT_FALSE(urgent.empty()) << p.log();
 
-  // While the victim checkpoints (its trap takes 2 s), the urgent task says what it waits for, in the API
-  // and in the CLI's text in both languages.
+  // While the victim checkpoints (its trap takes 6 s: room for three CLI calls even under a sanitizer),
+  // the urgent task says what it waits for, in the API and in the CLI's text in both languages.
   json::value waiting;
   EXPECT_TRUE(eventually(
       [&] {
