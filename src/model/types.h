@@ -317,7 +317,7 @@ struct Attempt {
   std::int64_t epoch = 0;  // fencing token; reports with an older epoch are refused
   std::string cluster_id;
   std::vector<ReplicaPlacement> placements;
-  Resources resources;  // total over replicas
+  Resources resources;  // per replica (placements.size() replicas); gpu names the type placed on
   AttemptState state = AttemptState::Dispatched;
   std::optional<int> exit_code;
   std::string stop_reason;  // cancel | preempt | superseded | lost
