@@ -3,7 +3,7 @@
 namespace cp {
 
 Result<std::int64_t> remove_older_than(ObjectStore& store, const std::string& prefix, std::int64_t cutoff_ms,
-                                       int batch) {
+                                       int batch, std::int64_t max_remove) {
   if (batch < 1) return errors::invalid("batch", "must be at least 1", "必须至少为 1");
   std::int64_t removed = 0;
   std::string after;
@@ -13,6 +13,7 @@ Result<std::int64_t> remove_older_than(ObjectStore& store, const std::string& pr
     CP_ASSIGN(auto page, store.list(prefix, after, batch));
     for (const ObjectInfo& info : page) {
       if (info.modified_ms >= cutoff_ms) continue;
+      if (max_remove >= 0 && removed >= max_remove) return removed;
       CP_TRY(store.remove(info.key));
       ++removed;
     }

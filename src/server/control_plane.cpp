@@ -5,6 +5,7 @@
 
 #include "common/ids.h"
 #include "model/documents.h"
+#include "objstore/retention.h"
 #include "server/internal.h"
 
 namespace cp {
@@ -237,8 +238,22 @@ void ControlPlane::start_background(std::int64_t idle_ms) {
       if (loop_stop_) break;
       if (auto st = check_liveness(); !st.ok()) spdlog::warn("liveness check: {}", st.error().to_string());
       if (auto st = schedule_once(); !st.ok()) spdlog::warn("scheduling cycle: {}", st.error().to_string());
+      if (clock_.now_ms() >= next_retention_) {
+        auto removed = run_retention();
+        if (!removed.ok()) spdlog::warn("retention: {}", removed.error().to_string());
+        // A full batch means more is waiting: come back after the next cycle.
+        bool more = removed.ok() && *removed >= config_.retention_batch;
+        next_retention_ = clock_.now_ms() + (more ? 0 : config_.retention_interval_s * 1000);
+      }
     }
   });
+}
+
+Result<std::int64_t> ControlPlane::run_retention() {
+  Millis cutoff = clock_.now_ms() - config_.tmp_retention_s * 1000;
+  CP_ASSIGN(auto removed, remove_older_than(objects_, "tmp/", cutoff, 100, config_.retention_batch));
+  if (removed > 0) spdlog::info("retention: removed {} object(s) under tmp/ older than {}", removed, format_time(cutoff));
+  return removed;
 }
 
 void ControlPlane::stop_background() {

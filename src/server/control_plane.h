@@ -52,6 +52,13 @@ struct ServerConfig {
   std::int64_t sync_interval_ms = 2000;
   std::int64_t log_chunk_max_bytes = 1 << 20;
   std::int64_t max_tasks_per_pipeline = 1000;
+  // Objects under tmp/ older than this are removed by the retention pass,
+  // which runs every retention_interval_s, at most retention_batch objects a
+  // pass (a big backlog is worked off over several passes, never holding up
+  // the scheduling loop for long).
+  std::int64_t tmp_retention_s = 7 * 86400;
+  std::int64_t retention_interval_s = 3600;
+  std::int64_t retention_batch = 1000;
   // The scheduler's knobs (sched::SchedulerConfig, which documents them).
   bool fair_share = true;          // order within a group by dominant share after priority
   int reservations_per_group = 1;  // blocked tasks per group that hold what they wait for; 0: none
@@ -154,6 +161,8 @@ class ControlPlane {
   Status schedule_once();
   // Marks silent clusters offline and their attempts Lost; expires credentials.
   Status check_liveness();
+  // Removes expired tmp/ objects (at most retention_batch); how many it removed.
+  Result<std::int64_t> run_retention();
   // Runs schedule_once and check_liveness on a thread, woken by submissions
   // and syncs (and at least every `idle_ms`).
   void start_background(std::int64_t idle_ms = 1000);
@@ -166,6 +175,7 @@ class ControlPlane {
  private:
   Store& store_;
   ObjectStore& objects_;
+  Millis next_retention_ = 0;  // loop thread only
   const Clock& clock_;
   ServerConfig config_;
 

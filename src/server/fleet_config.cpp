@@ -27,10 +27,11 @@ struct ServerSpec {
   bool fair_share = true;
   int reservations_per_group = 1;
   int max_victims = 64;
+  std::int64_t tmp_retention_s = 7 * 86400;
 };
 BOOST_DESCRIBE_STRUCT(ServerSpec, (),
                       (listen, store, objects, web_root, log_level, lease_ttl_s, lost_after_s, credential_ttl_s,
-                       fair_share, reservations_per_group, max_victims))
+                       fair_share, reservations_per_group, max_victims, tmp_retention_s))
 
 struct ServerDoc {
   std::string apiVersion;
@@ -108,6 +109,11 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       fleet.server.control.fair_share = sd.spec.fair_share;
       fleet.server.control.reservations_per_group = sd.spec.reservations_per_group;
       fleet.server.control.max_victims = sd.spec.max_victims;
+      fleet.server.control.tmp_retention_s = sd.spec.tmp_retention_s;
+      if (sd.spec.tmp_retention_s < 60) {
+        return in_document(i, errors::invalid("spec.tmp_retention_s", "must be at least 60 (seconds)",
+                                              "至少为 60（秒）"));
+      }
       if (sd.spec.lease_ttl_s < 5 || sd.spec.lost_after_s < sd.spec.lease_ttl_s) {
         return in_document(i, errors::invalid("spec.lost_after_s", "must be >= lease_ttl_s >= 5",
                                               "必须 >= lease_ttl_s >= 5"));

@@ -468,3 +468,50 @@ TEST_F(ControlPlaneTest, LogsAreReadBackInOrderWhateverTheUploadOrder) {
 
 }  // namespace
 }  // namespace cp
+
+namespace cp {
+namespace {
+
+// The retention pass removes tmp/ objects past their age, in bounded passes,
+// and nothing outside tmp/. Object times are the files' real mtimes, so the
+// simulated clock is placed relative to the real one.
+TEST(Retention, ExpiredTmpObjectsGoInBoundedPassesAndNothingElseDoes) {
+  auto dir = std::filesystem::temp_directory_path() / ("cp-retention-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto store = std::move(open_store("sqlite::memory:")).value();
+  ASSERT_TRUE(store->migrate().ok());
+  auto objects = std::move(open_object_store("file://" + dir.string())).value();
+  for (const char* key : {"tmp/a", "tmp/b", "tmp/c", "logs/t1/t1.1/r0/000000", "checkpoints/t1/model"}) {
+    ASSERT_TRUE(objects->put(key, "x").ok());
+  }
+  SimulatedClock clock(SystemClock().now_ms());
+  ServerConfig cfg;
+  cfg.tmp_retention_s = 7 * 86400;
+  cfg.retention_batch = 2;
+  ControlPlane cp(*store, *objects, clock, cfg);
+
+  // Fresh objects stay.
+  EXPECT_EQ(cp.run_retention().value(), 0);
+  // Eight days on: tmp/ expires, two objects a pass.
+  clock.advance_ms(8LL * 86400 * 1000);
+  EXPECT_EQ(cp.run_retention().value(), 2);
+  EXPECT_EQ(cp.run_retention().value(), 1);
+  EXPECT_EQ(cp.run_retention().value(), 0);
+  EXPECT_TRUE(objects->list("tmp/").value().empty());
+  EXPECT_EQ(objects->list("logs/").value().size(), 1u);
+  EXPECT_EQ(objects->list("checkpoints/").value().size(), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Retention, TheServerDocumentSetsTheAgeAndRefusesNonsense) {
+  auto ok = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {tmp_retention_s: 86400}\n");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->server.control.tmp_retention_s, 86400);
+  auto bad = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {tmp_retention_s: 5}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("tmp_retention_s"), std::string::npos) << bad.error().message;
+}
+
+}  // namespace
+}  // namespace cp
