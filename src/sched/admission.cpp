@@ -98,13 +98,6 @@ Wide QuotaBook::borrowed(std::string_view name, std::string_view resource) const
   return over > 0 ? over : 0;
 }
 
-bool QuotaBook::below_guarantee(std::string_view name, std::string_view resource) const {
-  const ResourceGroup* g = group(name);
-  if (g == nullptr) return false;
-  auto limit = quota_limit(*g, resource);
-  return limit && used(name).get(resource) < *limit;
-}
-
 std::vector<std::string> QuotaBook::would_borrow(std::string_view name, const Resources& per_replica,
                                                  int replicas) const {
   std::vector<std::string> out;

@@ -57,8 +57,6 @@ class QuotaBook {
 
   // What the group holds of `resource` above its guarantee (0 when none).
   Wide borrowed(std::string_view group, std::string_view resource) const;
-  // True when the group holds less than its guarantee of `resource`.
-  bool below_guarantee(std::string_view group, std::string_view resource) const;
   // Every limited resource of `per_replica` where the group would go above
   // its guarantee by taking `replicas` more.
   std::vector<std::string> would_borrow(std::string_view group, const Resources& per_replica, int replicas) const;

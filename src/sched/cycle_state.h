@@ -115,7 +115,6 @@ class Overlay final : public LoadView {
   LoadMode mode() const override { return base_->mode(); }
   // A copy of the node's load to change (made on first use).
   NodeLoad& edit(std::size_t node);
-  const std::map<std::size_t, NodeLoad>& changed() const { return changed_; }
 
  private:
   const LoadView* base_;
@@ -148,7 +147,6 @@ class CycleState final : public LoadView {
 
   // Running work of the snapshot, by index in attempt id order; `stopping` as the
   // snapshot says or as this cycle decided (mark_stopping).
-  std::size_t running_count() const { return running_.size(); }
   const RunningWork& running(std::size_t work) const { return *running_[work]; }
   // The node index of each replica of running work (nullopt: the node is gone).
   const std::vector<std::optional<std::size_t>>& running_nodes(std::size_t work) const {

@@ -115,18 +115,6 @@ PendingReason quota(const QuotaFigures& f) {
   return make(kReasonQuota, std::move(en), std::move(zh), std::move(d));
 }
 
-PendingReason quota(std::string_view group, std::string_view resource, std::int64_t used, std::int64_t requested,
-                    std::int64_t limit) {
-  QuotaFigures f;
-  f.resource_group = group;
-  f.resource = resource;
-  f.used = used;
-  f.requested = requested;
-  f.guaranteed = limit;
-  f.limit = limit;
-  return quota(f);
-}
-
 PendingReason cluster_offline(std::string_view id, const Cluster* cluster) {
   std::string state = cluster ? std::string(boost::describe::enum_to_string(cluster->state, "offline")) : "offline";
   std::string why = cluster ? cluster->state_reason : "not_registered";

@@ -42,8 +42,6 @@ struct QuotaFigures {
 // details {resource, used, requested, limit, guaranteed, resource_group,
 // holders, and with a cohort: cohort, ceiling, cohort_idle, may_borrow, borrowers}.
 PendingReason quota(const QuotaFigures& f);
-PendingReason quota(std::string_view group, std::string_view resource, std::int64_t used, std::int64_t requested,
-                    std::int64_t limit);
 
 // "cluster c1 offline: credential_expired (...)"; details {cluster, state,
 // state_reason, state_message}. `cluster` null: named by the group, never registered.
