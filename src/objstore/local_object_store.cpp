@@ -249,18 +249,7 @@ Result<std::optional<std::string>> LocalObjectStore::get(const std::string& key)
 
 Result<std::vector<ObjectInfo>> LocalObjectStore::list(const std::string& prefix, const std::string& start_after,
                                                        int limit) {
-  if (limit < 0) return errors::invalid("limit", "must not be negative", "不能为负数");
-  // A prefix may end anywhere, even mid-name ("logs/t1/a"); checked as the
-  // beginning of some valid key.
-  if (!prefix.empty()) {
-    Status ok = validate_object_key(prefix + "x");
-    if (!ok.ok()) {
-      Error e = ok.error();
-      e.message = "invalid prefix \"" + prefix + "\": keys under it would be invalid (" + e.message + ")";
-      e.message_zh = "无效的前缀 \"" + prefix + "\"（" + e.message_zh + "）";
-      return e;
-    }
-  }
+  CP_TRY(validate_list_request(prefix, limit));
   std::vector<ObjectInfo> out;
   if (limit == 0) return out;
   // Start at the deepest directory the prefix names entirely.

@@ -50,6 +50,17 @@ Status validate_object_key(std::string_view key) {
   }
 }
 
+Status validate_list_request(const std::string& prefix, int limit) {
+  if (limit < 0) return errors::invalid("limit", "must not be negative", "不能为负数");
+  if (prefix.empty()) return {};
+  Status ok = validate_object_key(prefix + "x");
+  if (ok.ok()) return {};
+  Error e = ok.error();
+  e.message = "invalid prefix \"" + prefix + "\": keys under it would be invalid (" + e.message + ")";
+  e.message_zh = "无效的前缀 \"" + prefix + "\"（" + e.message_zh + "）";
+  return e;
+}
+
 Result<std::unique_ptr<ObjectStore>> open_object_store(const std::string& url) {
   constexpr std::string_view kFile = "file://";
   if (url.starts_with(kFile)) {

@@ -34,6 +34,10 @@ class ObjectStore {
 
 // Rejects keys that are empty, absolute, contain "..", "//", NUL or control characters.
 Status validate_object_key(std::string_view key);
+// The arguments of ObjectStore::list: a limit that is not negative, and a
+// prefix that is the beginning of some valid key (it may end mid-name,
+// "logs/t1/a"). Every backend checks them the same way.
+Status validate_list_request(const std::string& prefix, int limit);
 
 // file:///abs/dir, or s3://bucket[/prefix]?endpoint=...&region=...&style=path|virtual
 // with credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (s3_object_store.h).
