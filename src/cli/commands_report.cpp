@@ -9,7 +9,8 @@
 namespace cp::cli {
 namespace {
 
-constexpr std::string_view kGroupKeys[] = {"project_group", "resource_group", "cluster", "gpu_type"};
+constexpr std::string_view kGroupKeys[] = {"project_group", "resource_group", "cluster", "gpu_type",
+                                           "user",          "outcome",        "day",     "month"};
 
 struct UsageOptions {
   std::string from, to, by;
@@ -38,8 +39,8 @@ void add_usage(CLI::App& app, ClientContext& ctx) {
   auto* sub = app.add_subcommand("usage", "Resource usage (GPU, CPU and memory hours), grouped");
   auto o = std::make_shared<UsageOptions>();
   sub->add_option("--from", o->from, "Start: a date (2026-01-01), an RFC 3339 time or ms since the epoch");
-  sub->add_option("--to", o->to, "End (exclusive), in the same forms");
-  sub->add_option("--by", o->by, "Group by, comma separated: project_group,resource_group,cluster,gpu_type");
+  sub->add_option("--to", o->to, "End (exclusive), in the same forms; the report covers whole UTC days");
+  sub->add_option("--by", o->by, "Group by, comma separated: project_group,resource_group,cluster,gpu_type,user,outcome,day,month");
   sub->add_flag("--csv", o->csv, "Print CSV as the server writes it");
   on_run(sub, ctx, [&ctx, o] {
     for (const auto* arg : {&o->from, &o->to}) {
@@ -51,8 +52,10 @@ void add_usage(CLI::App& app, ClientContext& ctx) {
     std::string unknown;
     std::string by = normalize_group_by(o->by, unknown);
     if (!unknown.empty()) {
-      return usage_error(ctx, "--by: unknown key \"" + unknown + "\" (project_group, resource_group, cluster, gpu_type)",
-                         "--by：未知的分组键 \"" + unknown + "\"（project_group、resource_group、cluster、gpu_type）");
+      return usage_error(ctx, "--by: unknown key \"" + unknown +
+                                  "\" (project_group, resource_group, cluster, gpu_type, user, outcome, day, month)",
+                         "--by：未知的分组键 \"" + unknown +
+                             "\"（project_group、resource_group、cluster、gpu_type、user、outcome、day、month）");
     }
     Query q{{"from", o->from}, {"to", o->to}, {"group_by", by}};
     auto api = connect(ctx);

@@ -359,7 +359,7 @@ std::string events_table(const json::array& events) {
 }
 
 std::string usage_table(const json::array& rows) {
-  static constexpr std::array<std::string_view, 4> kMetrics = {"gpu_seconds", "cpu_core_seconds",
+  static constexpr std::array<std::string_view, 5> kMetrics = {"gpu_seconds", "gpu_hours", "cpu_core_seconds",
                                                                "memory_gib_seconds", "attempts"};
   static constexpr std::array<std::string_view, 4> kKnownKeys = {"project_group", "resource_group", "cluster",
                                                                  "gpu_type"};

@@ -287,11 +287,13 @@ void add_task_routes(Router& router, ControlPlane& cp) {
               .response = "{\"items\":[{group keys..., \"gpu_seconds\", \"cpu_core_seconds\", "
                           "\"memory_gib_seconds\", \"attempts\"}]}",
               .response_content_types = {"application/json", "text/csv"},
-              .query = {{.name = "from", .description = "date or RFC 3339 time (default: 30 days before to)"},
+              .query = {{.name = "from",
+                         .description = "date or RFC 3339 time (default: 30 days before to); the report covers the "
+                                        "whole UTC days that [from, to) touches"},
                         {.name = "to", .description = "date or RFC 3339 time (default: now)"},
                         {.name = "group_by",
                          .description = "comma-separated: project_group, resource_group, cluster, gpu_type, user, "
-                                        "day, month (default project_group)"}}},
+                                        "outcome, day, month (default project_group)"}}},
              user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
                CP_ASSIGN(auto to, time_param(req, "to", cp.clock().now_ms()));
                CP_ASSIGN(auto from, time_param(req, "from", to - 30 * kDayMs));

@@ -149,6 +149,7 @@ static Status finish_attempt(Tx& tx, Attempt& a, const AttemptReport& r, Millis 
                                                 boost::describe::enum_to_string(a.state, "?"), r.message)));
   (void)eid;
   CP_ASSIGN(auto t, tx.get_task(a.task_id));
+  if (t) CP_TRY(internal::record_usage(tx, *t, a));
   if (!t || t->current_attempt != a.id || is_terminal(t->state)) return {};
   t->exit_code = r.exit_code;
   std::string msg = r.message;

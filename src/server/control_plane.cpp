@@ -238,28 +238,96 @@ void ControlPlane::start_background(std::int64_t idle_ms) {
       if (loop_stop_) break;
       if (auto st = check_liveness(); !st.ok()) spdlog::warn("liveness check: {}", st.error().to_string());
       if (auto st = schedule_once(); !st.ok()) spdlog::warn("scheduling cycle: {}", st.error().to_string());
-      if (clock_.now_ms() >= next_retention_) {
-        auto removed = run_retention();
-        if (!removed.ok()) spdlog::warn("retention: {}", removed.error().to_string());
-        // A full batch means more is waiting: come back after the next cycle.
-        bool more = removed.ok() && *removed >= config_.retention_batch;
-        next_retention_ = clock_.now_ms() + (more ? 0 : config_.retention_interval_s * 1000);
-      }
+    }
+  });
+  retention_ = std::thread([this] {
+    while (!loop_stop_) {
+      auto pass = run_retention();
+      if (!pass.ok()) spdlog::warn("retention: {}", pass.error().to_string());
+      // A full batch means more is waiting: go on after a breath, so that
+      // the API and the scheduler get the store in between.
+      auto wait = pass.ok() && pass->more ? std::chrono::milliseconds(100)
+                                          : std::chrono::milliseconds(config_.retention_interval_s * 1000);
+      std::unique_lock lock(loop_mu_);
+      retention_cv_.wait_for(lock, wait, [&] { return loop_stop_.load(); });
     }
   });
 }
 
-Result<std::int64_t> ControlPlane::run_retention() {
-  Millis cutoff = clock_.now_ms() - config_.tmp_retention_s * 1000;
-  CP_ASSIGN(auto removed, remove_older_than(objects_, "tmp/", cutoff, 100, config_.retention_batch));
-  if (removed > 0) spdlog::info("retention: removed {} object(s) under tmp/ older than {}", removed, format_time(cutoff));
-  return removed;
+namespace {
+constexpr std::int64_t kTasksPerTx = 100;
+constexpr std::int64_t kEventsPerTx = 1000;
+}  // namespace
+
+Result<ControlPlane::RetentionPass> ControlPlane::run_retention() {
+  const Millis now = clock_.now_ms();
+  const std::int64_t batch = config_.retention_batch;
+  RetentionPass pass;
+  auto note = [&](std::int64_t removed, const char* what, Millis cutoff) {
+    if (removed >= batch) pass.more = true;
+    if (removed > 0) spdlog::info("retention: removed {} {} older than {}", removed, what, format_time(cutoff));
+  };
+
+  Millis cutoff = now - config_.tmp_retention_s * 1000;
+  CP_ASSIGN(pass.tmp_objects, remove_older_than(objects_, "tmp/", cutoff, 100, batch));
+  note(pass.tmp_objects, "object(s) under tmp/", cutoff);
+
+  if (config_.log_retention_s > 0) {
+    cutoff = now - config_.log_retention_s * 1000;
+    CP_ASSIGN(pass.log_objects, remove_older_than(objects_, "logs/", cutoff, 100, batch));
+    note(pass.log_objects, "log chunk(s)", cutoff);
+  }
+
+  if (config_.event_retention_s > 0) {
+    cutoff = now - config_.event_retention_s * 1000;
+    while (pass.events < batch) {
+      std::int64_t removed = 0;
+      CP_TRY(store_.write([&](Tx& tx) -> Status {
+        CP_ASSIGN(removed, tx.delete_events_before(cutoff, static_cast<int>(std::min(kEventsPerTx, batch - pass.events))));
+        return {};
+      }));
+      pass.events += removed;
+      if (removed == 0) break;
+    }
+    note(pass.events, "event(s)", cutoff);
+  }
+
+  if (config_.task_retention_s > 0) {
+    cutoff = now - config_.task_retention_s * 1000;
+    while (pass.tasks < batch) {
+      std::vector<std::string> ids;
+      CP_TRY(store_.read([&](Tx& tx) -> Status {
+        CP_ASSIGN(ids, tx.finished_tasks_before(cutoff, static_cast<int>(std::min(kTasksPerTx, batch - pass.tasks))));
+        return {};
+      }));
+      if (ids.empty()) break;
+      // Objects first: a crash in between leaves a task without its logs
+      // (which were going anyway), never objects that nothing points to.
+      for (const auto& id : ids) {
+        for (const std::string& prefix : {"logs/" + id + "/", "checkpoints/" + id + "/"}) {
+          CP_TRY(remove_older_than(objects_, prefix, std::numeric_limits<std::int64_t>::max()));
+        }
+      }
+      CP_TRY(store_.write([&](Tx& tx) -> Status {
+        for (const auto& id : ids) CP_TRY(tx.delete_task(id));
+        return {};
+      }));
+      pass.tasks += static_cast<std::int64_t>(ids.size());
+    }
+    note(pass.tasks, "finished task(s)", cutoff);
+  }
+  return pass;
 }
 
 void ControlPlane::stop_background() {
-  loop_stop_ = true;
+  {
+    std::lock_guard lock(loop_mu_);
+    loop_stop_ = true;
+  }
   loop_cv_.notify_all();
+  retention_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
+  if (retention_.joinable()) retention_.join();
 }
 
 bool ControlPlane::store_healthy() {

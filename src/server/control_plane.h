@@ -52,11 +52,16 @@ struct ServerConfig {
   std::int64_t sync_interval_ms = 2000;
   std::int64_t log_chunk_max_bytes = 1 << 20;
   std::int64_t max_tasks_per_pipeline = 1000;
-  // Objects under tmp/ older than this are removed by the retention pass,
-  // which runs every retention_interval_s, at most retention_batch objects a
-  // pass (a big backlog is worked off over several passes, never holding up
-  // the scheduling loop for long).
-  std::int64_t tmp_retention_s = 7 * 86400;
+  // Retention (run_retention): what is older than its age goes, on a thread
+  // of its own every retention_interval_s, at most retention_batch of each
+  // kind a pass, in transactions of at most 100 tasks or 1,000 events, so a
+  // big backlog is worked off over several passes without holding the store
+  // for long. 0 keeps that kind forever (not for tmp/).
+  std::int64_t tmp_retention_s = 7 * 86400;     // objects under tmp/, by age
+  std::int64_t log_retention_s = 30 * 86400;    // log chunks, by age
+  std::int64_t event_retention_s = 90 * 86400;  // events, by time
+  std::int64_t task_retention_s = 180 * 86400;  // finished tasks, by last change, with their attempts,
+                                                // events, logs and checkpoints (usage stays in the ledger)
   std::int64_t retention_interval_s = 3600;
   std::int64_t retention_batch = 1000;
   // The scheduler's knobs (sched::SchedulerConfig, which documents them).
@@ -161,8 +166,13 @@ class ControlPlane {
   Status schedule_once();
   // Marks silent clusters offline and their attempts Lost; expires credentials.
   Status check_liveness();
-  // Removes expired tmp/ objects (at most retention_batch); how many it removed.
-  Result<std::int64_t> run_retention();
+  // One retention pass (see ServerConfig); what it removed. `more` when a
+  // kind filled its batch, so the next pass should follow soon.
+  struct RetentionPass {
+    std::int64_t tmp_objects = 0, log_objects = 0, events = 0, tasks = 0;
+    bool more = false;
+  };
+  Result<RetentionPass> run_retention();
   // Runs schedule_once and check_liveness on a thread, woken by submissions
   // and syncs (and at least every `idle_ms`).
   void start_background(std::int64_t idle_ms = 1000);
@@ -175,7 +185,6 @@ class ControlPlane {
  private:
   Store& store_;
   ObjectStore& objects_;
-  Millis next_retention_ = 0;  // loop thread only
   const Clock& clock_;
   ServerConfig config_;
 
@@ -188,6 +197,8 @@ class ControlPlane {
   bool loop_wake_ = false;
   std::atomic<bool> loop_stop_{false};
   std::thread loop_;
+  std::thread retention_;
+  std::condition_variable retention_cv_;  // with loop_mu_: wakes the retention thread to stop
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;
 };

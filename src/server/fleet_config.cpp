@@ -28,10 +28,14 @@ struct ServerSpec {
   int reservations_per_group = 1;
   int max_victims = 64;
   std::int64_t tmp_retention_s = 7 * 86400;
+  std::int64_t log_retention_s = 30 * 86400;
+  std::int64_t event_retention_s = 90 * 86400;
+  std::int64_t task_retention_s = 180 * 86400;
 };
 BOOST_DESCRIBE_STRUCT(ServerSpec, (),
                       (listen, store, objects, web_root, log_level, lease_ttl_s, lost_after_s, credential_ttl_s,
-                       fair_share, reservations_per_group, max_victims, tmp_retention_s))
+                       fair_share, reservations_per_group, max_victims, tmp_retention_s, log_retention_s,
+                       event_retention_s, task_retention_s))
 
 struct ServerDoc {
   std::string apiVersion;
@@ -110,9 +114,20 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       fleet.server.control.reservations_per_group = sd.spec.reservations_per_group;
       fleet.server.control.max_victims = sd.spec.max_victims;
       fleet.server.control.tmp_retention_s = sd.spec.tmp_retention_s;
+      fleet.server.control.log_retention_s = sd.spec.log_retention_s;
+      fleet.server.control.event_retention_s = sd.spec.event_retention_s;
+      fleet.server.control.task_retention_s = sd.spec.task_retention_s;
       if (sd.spec.tmp_retention_s < 60) {
         return in_document(i, errors::invalid("spec.tmp_retention_s", "must be at least 60 (seconds)",
                                               "至少为 60（秒）"));
+      }
+      for (auto [field, value] : {std::pair{"spec.log_retention_s", sd.spec.log_retention_s},
+                                  std::pair{"spec.event_retention_s", sd.spec.event_retention_s},
+                                  std::pair{"spec.task_retention_s", sd.spec.task_retention_s}}) {
+        if (value != 0 && value < 60) {
+          return in_document(i, errors::invalid(field, "must be 0 (keep forever) or at least 60 (seconds)",
+                                                "应为 0（永久保留）或至少 60（秒）"));
+        }
       }
       if (sd.spec.lease_ttl_s < 5 || sd.spec.lost_after_s < sd.spec.lease_ttl_s) {
         return in_document(i, errors::invalid("spec.lost_after_s", "must be >= lease_ttl_s >= 5",

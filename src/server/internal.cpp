@@ -73,6 +73,44 @@ Resources attempt_total(const Attempt& a) {
   return a.resources.times(static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size())));
 }
 
+// Products of bytes and milliseconds overflow 64 bits (2 TiB for a day).
+__extension__ using Wide = __int128;
+
+std::vector<UsageRow> usage_of(const Task& task, const Attempt& a) {
+  std::vector<UsageRow> rows;
+  if (a.started_at == 0 || a.finished_at <= a.started_at) return rows;
+  const Resources total = attempt_total(a);
+  const auto gpus = static_cast<Wide>(total.gpus());
+  const auto cpu_milli = static_cast<Wide>(total.cpu_milli());
+  const auto memory_bytes = static_cast<Wide>(total.memory_bytes());
+  for (Millis s = a.started_at; s < a.finished_at;) {
+    const Millis day = day_start(s);
+    const Millis e = std::min(a.finished_at, day + kDayMs);
+    const auto ms = static_cast<Wide>(e - s);
+    UsageRow r;
+    r.day = day;
+    r.project_group = task.project_group;
+    r.resource_group = task.resource_group;
+    r.cluster = a.cluster_id;
+    r.user = task.user;
+    r.gpu_type = total.gpus() > 0 ? total.gpu_type() : "";
+    r.outcome = boost::describe::enum_to_string(a.state, "?");
+    r.attempts = s == a.started_at ? 1 : 0;
+    r.gpu_ms = static_cast<std::int64_t>(gpus * ms);
+    r.cpu_core_ms = static_cast<std::int64_t>(cpu_milli * ms / 1000);
+    r.memory_mib_s = static_cast<std::int64_t>(memory_bytes * ms / (Wide{1 << 20} * 1000));
+    rows.push_back(std::move(r));
+    s = e;
+  }
+  return rows;
+}
+
+Status record_usage(Tx& tx, const Task& task, const Attempt& a) {
+  auto rows = usage_of(task, a);
+  if (rows.empty()) return {};
+  return tx.add_usage(rows);
+}
+
 Error unknown_reference(const std::string& field, const std::string& kind, const std::string& name) {
   Error e{"unknown_reference", 400, field + ": " + kind + " \"" + name + "\" does not exist",
           field + "：" + kind + " \"" + name + "\" 不存在", {}};

@@ -24,6 +24,17 @@ Status cancel_dependents(Tx& tx, const Task& failed, Millis now, const std::stri
 // Resources held by an attempt (per replica x replicas).
 Resources attempt_total(const Attempt& a);
 
+// The usage ledger's rows for an attempt that has ended: one per UTC day of
+// [started_at, finished_at), charged to the task's groups and user, keyed by
+// how the attempt ended. None for an attempt that never started.
+std::vector<UsageRow> usage_of(const Task& task, const Attempt& a);
+// Adds them to the ledger in `tx` (the transaction that ends the attempt, so
+// that the ledger and the attempt agree after any crash).
+Status record_usage(Tx& tx, const Task& task, const Attempt& a);
+
+inline constexpr Millis kDayMs = 86'400'000;
+inline Millis day_start(Millis t) { return t - ((t % kDayMs) + kDayMs) % kDayMs; }
+
 Error unknown_reference(const std::string& field, const std::string& kind, const std::string& name);
 Error forbidden_for(const Principal& p, const std::string& what_en, const std::string& what_zh);
 

@@ -313,6 +313,7 @@ Status ControlPlane::check_liveness() {
                                                       a.message)));
         (void)aid;
         CP_ASSIGN(auto t, tx.get_task(a.task_id));
+        if (t) CP_TRY(internal::record_usage(tx, *t, a));
         if (!t || t->current_attempt != a.id || is_terminal(t->state)) continue;
         if (t->cancel_requested) {
           CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, "system", a.message));

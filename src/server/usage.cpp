@@ -1,7 +1,9 @@
-// Usage by group over a period, from attempts' start and end times.
+// Usage by group over a period: the ledger (usage_daily, written when each
+// attempt ends, in the same transaction) for the attempts that have ended,
+// plus the attempts still running, counted up to now.
 //
-// First version: scans tasks and their attempts. The ledger of the usage
-// issue (derived from events, with prices and budgets) replaces the scan.
+// The ledger is kept by UTC day, so a report covers whole days: the days
+// that [from, to) touches.
 #include <set>
 
 #include "server/control_plane.h"
@@ -12,10 +14,31 @@ namespace cp {
 namespace {
 
 const std::set<std::string> kDimensions = {"project_group", "resource_group", "cluster", "gpu_type",
-                                           "user",          "day",            "month"};
+                                           "user",          "outcome",        "day",     "month"};
 
 std::string day_of(Millis t) { return format_time(t).substr(0, 10); }
 std::string month_of(Millis t) { return format_time(t).substr(0, 7); }
+
+struct Sums {
+  std::int64_t attempts = 0, gpu_ms = 0, cpu_core_ms = 0, memory_mib_s = 0;
+  void add(const UsageRow& r) {
+    attempts += r.attempts;
+    gpu_ms += r.gpu_ms;
+    cpu_core_ms += r.cpu_core_ms;
+    memory_mib_s += r.memory_mib_s;
+  }
+};
+
+std::string key_part(const UsageRow& r, const std::string& dimension) {
+  if (dimension == "project_group") return r.project_group;
+  if (dimension == "resource_group") return r.resource_group;
+  if (dimension == "cluster") return r.cluster;
+  if (dimension == "gpu_type") return r.gpu_type;
+  if (dimension == "user") return r.user;
+  if (dimension == "outcome") return r.outcome;
+  if (dimension == "day") return day_of(r.day);
+  return month_of(r.day);
+}
 
 }  // namespace
 
@@ -26,64 +49,58 @@ Result<json::array> ControlPlane::usage(const Principal& p, Millis from, Millis 
     if (!kDimensions.count(g)) {
       return errors::invalid("group_by", "unknown dimension \"" + g +
                                              "\" (one of project_group, resource_group, cluster, gpu_type, user, "
-                                             "day, month)",
+                                             "outcome, day, month)",
                              "未知的分组维度 \"" + g + "\"");
     }
   }
   if (to <= from) return errors::invalid("to", "must be after from", "必须晚于 from");
-  Millis now = clock_.now_ms();
-  struct Row {
-    double gpu_seconds = 0, cpu_core_seconds = 0, memory_gib_seconds = 0;
-    std::int64_t attempts = 0;
+  const Millis from_day = internal::day_start(from);
+  const Millis to_day = internal::day_start(to - 1) + internal::kDayMs;
+  const Millis now = clock_.now_ms();
+
+  // The ledger grouped by what the report needs, and always by project group
+  // so that rows a user may not read can be left out.
+  UsageQuery q{from_day, to_day, {"project_group"}};
+  for (const auto& g : group_by) {
+    if (g == "month") q.group_by.push_back("day");
+    else if (g != "project_group") q.group_by.push_back(g);
+  }
+  std::map<std::vector<std::string>, Sums> sums;
+  auto add = [&](const UsageRow& r) {
+    if (!p.can_read_project(r.project_group)) return;
+    std::vector<std::string> key;
+    for (const auto& g : group_by) key.push_back(key_part(r, g));
+    sums[key].add(r);
   };
-  std::map<std::vector<std::string>, Row> rows;
   CP_TRY(store_.read([&](Tx& tx) -> Status {
-    CP_ASSIGN(auto tasks, tx.tasks_in_states({TaskState::Dispatched, TaskState::Running, TaskState::Preempting,
-                                              TaskState::Succeeded, TaskState::Failed, TaskState::Cancelled,
-                                              TaskState::Queued, TaskState::Lost}));
-    for (const auto& t : tasks) {
-      if (t.attempts == 0 || !p.can_read_project(t.project_group)) continue;
-      CP_ASSIGN(auto attempts, tx.attempts_of_task(t.id));
-      for (const auto& a : attempts) {
-        if (a.started_at == 0) continue;
-        Millis end = a.finished_at ? a.finished_at : now;
-        // Split at day boundaries so that day/month grouping is exact.
-        Millis s = std::max(a.started_at, from), e = std::min(end, to);
-        while (s < e) {
-          Millis day_end = (s / 86400000 + 1) * 86400000;
-          Millis piece_end = std::min(e, day_end);
-          std::vector<std::string> key;
-          Resources total = internal::attempt_total(a);
-          for (const auto& g : group_by) {
-            if (g == "project_group") key.push_back(t.project_group);
-            else if (g == "resource_group") key.push_back(t.resource_group);
-            else if (g == "cluster") key.push_back(a.cluster_id);
-            else if (g == "gpu_type") key.push_back(total.gpu_type());
-            else if (g == "user") key.push_back(t.user);
-            else if (g == "day") key.push_back(day_of(s));
-            else key.push_back(month_of(s));
-          }
-          double secs = static_cast<double>(piece_end - s) / 1000.0;
-          Row& r = rows[key];
-          r.gpu_seconds += secs * static_cast<double>(total.gpus());
-          r.cpu_core_seconds += secs * static_cast<double>(total.cpu_milli()) / 1000.0;
-          r.memory_gib_seconds += secs * static_cast<double>(total.memory_bytes()) / (1024.0 * 1024 * 1024);
-          if (s == std::max(a.started_at, from)) ++r.attempts;
-          s = piece_end;
-        }
+    sums.clear();
+    CP_ASSIGN(auto ledger, tx.usage_totals(q));
+    for (const auto& r : ledger) add(r);
+    // Attempts still running: what they used so far, as if they ended now.
+    CP_ASSIGN(auto live, tx.active_attempts(""));
+    for (Attempt a : live) {
+      if (a.started_at == 0 || a.started_at >= now) continue;
+      CP_ASSIGN(auto t, tx.get_task(a.task_id));
+      if (!t) continue;
+      a.finished_at = now;
+      for (auto& r : internal::usage_of(*t, a)) {
+        if (r.day < from_day || r.day >= to_day) continue;
+        r.outcome = "Running";
+        add(r);
       }
     }
     return {};
   }));
   json::array out;
-  for (const auto& [key, r] : rows) {
+  for (const auto& [key, s] : sums) {
     json::object o;
     for (std::size_t i = 0; i < group_by.size(); ++i) o[group_by[i]] = key[i];
-    o["gpu_seconds"] = r.gpu_seconds;
-    o["gpu_hours"] = r.gpu_seconds / 3600.0;
-    o["cpu_core_seconds"] = r.cpu_core_seconds;
-    o["memory_gib_seconds"] = r.memory_gib_seconds;
-    o["attempts"] = r.attempts;
+    const double gpu_seconds = static_cast<double>(s.gpu_ms) / 1000.0;
+    o["gpu_seconds"] = gpu_seconds;
+    o["gpu_hours"] = gpu_seconds / 3600.0;
+    o["cpu_core_seconds"] = static_cast<double>(s.cpu_core_ms) / 1000.0;
+    o["memory_gib_seconds"] = static_cast<double>(s.memory_mib_s) / 1024.0;
+    o["attempts"] = s.attempts;
     out.push_back(std::move(o));
   }
   return out;

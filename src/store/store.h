@@ -43,6 +43,34 @@ struct AgentCredential {
   Millis expires_at = 0;
 };
 
+// One row of the usage ledger: what attempts that ended used, summed per UTC
+// day and per (project group, resource group, cluster, user, GPU type, how
+// the attempt ended). An attempt that spans midnight adds to both days.
+// Integer units so that sums are exact: GPU-milliseconds, CPU
+// core-milliseconds (millicores x ms / 1000) and memory MiB-seconds.
+struct UsageRow {
+  Millis day = 0;  // 00:00 UTC of the day
+  std::string project_group;
+  std::string resource_group;
+  std::string cluster;
+  std::string user;
+  std::string gpu_type;  // "" for work without GPUs
+  std::string outcome;   // the attempt's end state: Succeeded, Failed, Cancelled, Preempted, Lost
+  std::int64_t attempts = 0;  // attempts that started on this day
+  std::int64_t gpu_ms = 0;
+  std::int64_t cpu_core_ms = 0;
+  std::int64_t memory_mib_s = 0;
+};
+
+// Sums of the ledger over [from_day, to_day), grouped by the named columns
+// (any of day, project_group, resource_group, cluster, user, gpu_type,
+// outcome); columns not named come back empty (day: 0).
+struct UsageQuery {
+  Millis from_day = 0;
+  Millis to_day = 0;
+  std::vector<std::string> group_by;
+};
+
 struct EventQuery {
   std::string object_kind;  // "" = any
   std::string object_id;    // "" = any
@@ -131,6 +159,22 @@ class Tx {
   // Events: append returns the id given to the row.
   virtual Result<std::int64_t> append_event(const Event& e) = 0;
   virtual Result<std::vector<Event>> list_events(const EventQuery& q) = 0;
+
+  // The usage ledger. add_usage adds each row to the row of the same key
+  // (creating it at zero); rows of the same key in one call add up.
+  virtual Status add_usage(const std::vector<UsageRow>& rows) = 0;
+  // Ordered by the group_by columns; 400 for an unknown column.
+  virtual Result<std::vector<UsageRow>> usage_totals(const UsageQuery& q) = 0;
+
+  // Retention, a batch at a time (at most `limit` rows each call).
+  // Deletes events with at < before, oldest first; returns how many.
+  virtual Result<std::int64_t> delete_events_before(Millis before, int limit) = 0;
+  // Ids of finished tasks (Succeeded, Failed, Cancelled) last changed before
+  // `before`, in no particular order.
+  virtual Result<std::vector<std::string>> finished_tasks_before(Millis before, int limit) = 0;
+  // Deletes a task with its attempts and the events about them, and its
+  // pipeline once no task of it is left. not_found if there is no such task.
+  virtual Status delete_task(const std::string& id) = 0;
 };
 
 class Store {

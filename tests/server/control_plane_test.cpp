@@ -62,6 +62,10 @@ spec:
   default_resource_group: rg-a
 )";
 
+constexpr Millis kHour = 3'600'000;
+constexpr Millis kDay = 24 * kHour;
+constexpr Millis kJan1 = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+
 std::string pipeline_yaml(const std::string& pg, int gpus, const std::string& extra = "") {
   return "apiVersion: cubeplane/v1\nkind: Pipeline\nmetadata: {name: p, project_group: " + pg +
          "}\nspec:\n  priority: batch\n  steps:\n    - name: train\n      command: [\"true\"]\n"
@@ -475,6 +479,90 @@ namespace {
 // The retention pass removes tmp/ objects past their age, in bounded passes,
 // and nothing outside tmp/. Object times are the files' real mtimes, so the
 // simulated clock is placed relative to the real one.
+TEST_F(ControlPlaneTest, EndedAttemptsAreInTheLedgerAndRunningOnesCountUpToNow) {
+  // 2 GPUs from 23:00 on Jan 1 for 2 h: the report by day splits 1 h / 1 h at midnight; while running it
+  // shows as outcome Running up to now; a member of another project group sees none of it.
+  auto [agent, cred] = connect("c1");
+  clock_.set_ms(kJan1 + 23 * kHour);
+  sync(agent, {});
+  auto ids = submit(alice_, pipeline_yaml("pa", 2));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  auto order = sync(agent, {}).start.at(0);
+  const Millis started = clock_.now_ms();
+  sync(agent, {AttemptReport{order.attempt_id, order.epoch, AttemptState::Running, std::nullopt, started, 0, ""}});
+  clock_.advance_ms(30 * 60'000);
+  auto live = cp_->usage(admin_, kJan1, kJan1 + 3 * kDay, {"outcome"});
+  ASSERT_TRUE(live.ok());
+  ASSERT_EQ(live->size(), 1u);
+  EXPECT_EQ(live->at(0).at("outcome").as_string(), "Running");
+  EXPECT_DOUBLE_EQ(live->at(0).at("gpu_seconds").as_double(), 2 * 1800.0);
+
+  clock_.advance_ms(90 * 60'000);
+  sync(agent, {AttemptReport{order.attempt_id, order.epoch, AttemptState::Succeeded, 0, started, clock_.now_ms(), ""}});
+  clock_.advance_ms(kDay);  // later reports do not grow
+  auto by_day = cp_->usage(admin_, kJan1, kJan1 + 3 * kDay, {"day", "outcome", "cluster"});
+  ASSERT_TRUE(by_day.ok());
+  ASSERT_EQ(by_day->size(), 2u);
+  EXPECT_EQ(by_day->at(0).at("day").as_string(), "2026-01-01");
+  EXPECT_DOUBLE_EQ(by_day->at(0).at("gpu_seconds").as_double(), 7200.0);
+  EXPECT_EQ(by_day->at(0).at("attempts").as_int64(), 1);
+  EXPECT_DOUBLE_EQ(by_day->at(0).at("cpu_core_seconds").as_double(), 3600.0);
+  EXPECT_EQ(by_day->at(1).at("day").as_string(), "2026-01-02");
+  EXPECT_EQ(by_day->at(1).at("outcome").as_string(), "Succeeded");
+  EXPECT_EQ(by_day->at(1).at("cluster").as_string(), "c1");
+  EXPECT_EQ(by_day->at(1).at("attempts").as_int64(), 0);  // counted on the day it started
+  // A period inside one day still reports that whole day.
+  auto jan2 = cp_->usage(admin_, kJan1 + kDay + kHour, kJan1 + kDay + 2 * kHour, {"month"});
+  ASSERT_TRUE(jan2.ok());
+  ASSERT_EQ(jan2->size(), 1u);
+  EXPECT_EQ(jan2->at(0).at("month").as_string(), "2026-01");
+  EXPECT_DOUBLE_EQ(jan2->at(0).at("gpu_seconds").as_double(), 7200.0);
+  auto other = cp_->usage(mallory_, kJan1, kJan1 + 3 * kDay, {"project_group"});
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->empty());
+  EXPECT_EQ(cp_->usage(admin_, kJan1, kJan1 + kDay, {"planet"}).error().status, 400);
+}
+
+TEST_F(ControlPlaneTest, RetentionRemovesOldFinishedTasksWithTheirEventsLogsAndCheckpointsButNotTheirUsage) {
+  auto [agent, cred] = connect("c1");
+  clock_.set_ms(kJan1);
+  sync(agent, {});
+  auto done = submit(alice_, pipeline_yaml("pa", 1));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  auto order = sync(agent, {}).start.at(0);
+  const Millis started = clock_.now_ms();
+  sync(agent, {AttemptReport{order.attempt_id, order.epoch, AttemptState::Running, std::nullopt, started, 0, ""}});
+  ASSERT_TRUE(cp_->agent_logs(agent, LogUpload{order.attempt_id, order.epoch, 0, "combined", 0, "hello\n"}).ok());
+  ASSERT_TRUE(objects_->put("checkpoints/" + done[0] + "/step-1", "weights").ok());
+  clock_.advance_ms(kHour);
+  sync(agent, {AttemptReport{order.attempt_id, order.epoch, AttemptState::Succeeded, 0, started, clock_.now_ms(), ""}});
+  ASSERT_EQ(task(done[0]).state, TaskState::Succeeded);
+  // One that waits all along (over quota) is not finished, whatever its age.
+  auto waiting = submit(alice_, pipeline_yaml("pa", 64));
+
+  // 100 days on: events (90 days) go, the finished task (180 days) stays.
+  clock_.advance_ms(100 * kDay);
+  auto pass = cp_->run_retention();
+  ASSERT_TRUE(pass.ok()) << pass.error().to_string();
+  EXPECT_GT(pass->events, 0);
+  EXPECT_EQ(pass->tasks, 0);
+  EXPECT_TRUE(cp_->list_events(admin_, EventQuery{"task", done[0], 0, 100})->empty());
+  EXPECT_TRUE(cp_->get_task(admin_, done[0]).ok());
+
+  clock_.advance_ms(100 * kDay);
+  pass = cp_->run_retention();
+  ASSERT_TRUE(pass.ok()) << pass.error().to_string();
+  EXPECT_EQ(pass->tasks, 1);
+  EXPECT_EQ(cp_->get_task(admin_, done[0]).error().status, 404);
+  EXPECT_TRUE(objects_->list("logs/" + done[0] + "/").value().empty());
+  EXPECT_TRUE(objects_->list("checkpoints/" + done[0] + "/").value().empty());
+  EXPECT_EQ(task(waiting[0]).state, TaskState::Queued);
+  auto usage = cp_->usage(admin_, kJan1, kJan1 + kDay, {"project_group"});
+  ASSERT_TRUE(usage.ok());
+  ASSERT_EQ(usage->size(), 1u);
+  EXPECT_DOUBLE_EQ(usage->at(0).at("gpu_seconds").as_double(), 3600.0);
+}
+
 TEST(Retention, ExpiredTmpObjectsGoInBoundedPassesAndNothingElseDoes) {
   auto dir = std::filesystem::temp_directory_path() / ("cp-retention-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -492,12 +580,16 @@ TEST(Retention, ExpiredTmpObjectsGoInBoundedPassesAndNothingElseDoes) {
   ControlPlane cp(*store, *objects, clock, cfg);
 
   // Fresh objects stay.
-  EXPECT_EQ(cp.run_retention().value(), 0);
+  EXPECT_EQ(cp.run_retention().value().tmp_objects, 0);
   // Eight days on: tmp/ expires, two objects a pass.
   clock.advance_ms(8LL * 86400 * 1000);
-  EXPECT_EQ(cp.run_retention().value(), 2);
-  EXPECT_EQ(cp.run_retention().value(), 1);
-  EXPECT_EQ(cp.run_retention().value(), 0);
+  auto pass = cp.run_retention().value();
+  EXPECT_EQ(pass.tmp_objects, 2);
+  EXPECT_TRUE(pass.more);
+  EXPECT_EQ(cp.run_retention().value().tmp_objects, 1);
+  pass = cp.run_retention().value();
+  EXPECT_EQ(pass.tmp_objects, 0);
+  EXPECT_FALSE(pass.more);
   EXPECT_TRUE(objects->list("tmp/").value().empty());
   EXPECT_EQ(objects->list("logs/").value().size(), 1u);
   EXPECT_EQ(objects->list("checkpoints/").value().size(), 1u);
@@ -511,6 +603,16 @@ TEST(Retention, TheServerDocumentSetsTheAgeAndRefusesNonsense) {
   auto bad = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {tmp_retention_s: 5}\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("tmp_retention_s"), std::string::npos) << bad.error().message;
+  ok = parse_fleet_config(
+      "apiVersion: cubeplane/v1\nkind: Server\nspec: {log_retention_s: 0, event_retention_s: 3600, "
+      "task_retention_s: 86400}\n");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->server.control.log_retention_s, 0);
+  EXPECT_EQ(ok->server.control.event_retention_s, 3600);
+  EXPECT_EQ(ok->server.control.task_retention_s, 86400);
+  bad = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {task_retention_s: -1}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("task_retention_s"), std::string::npos) << bad.error().message;
 }
 
 }  // namespace

@@ -83,6 +83,13 @@ class SqliteTx final : public Tx {
   Result<std::int64_t> append_event(const Event& e) override;
   Result<std::vector<Event>> list_events(const EventQuery& q) override;
 
+  Status add_usage(const std::vector<UsageRow>& rows) override;
+  Result<std::vector<UsageRow>> usage_totals(const UsageQuery& q) override;
+
+  Result<std::int64_t> delete_events_before(Millis before, int limit) override;
+  Result<std::vector<std::string>> finished_tasks_before(Millis before, int limit) override;
+  Status delete_task(const std::string& id) override;
+
  private:
   using Args = std::vector<sqlite::SqlValue>;
   using RowFn = std::function<Status(const sqlite::Statement&)>;

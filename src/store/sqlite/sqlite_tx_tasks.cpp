@@ -2,45 +2,13 @@
 #include <algorithm>
 
 #include "store/sqlite/sqlite_tx.h"
+#include "store/shared_sql.h"
 #include "store/store_error.h"
-#include "store/task_cursor.h"
 
 namespace cp {
 namespace {
 
-constexpr int kMaxPageSize = 1000;
-
-// " AND column IN (?, ?, ...)" with one parameter per value.
-void append_in(std::string& sql, std::vector<sqlite::SqlValue>& args, std::string_view column,
-               const std::vector<std::string>& values) {
-  sql += " AND ";
-  sql += column;
-  sql += " IN (";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    sql += i == 0 ? "?" : ", ?";
-    args.emplace_back(values[i]);
-  }
-  sql += ")";
-}
-
-std::vector<std::string> state_names(const std::set<TaskState>& states) {
-  std::vector<std::string> names;
-  for (TaskState s : states) names.push_back(enum_name(s));
-  return names;
-}
-
-// Derived from the enum, so that a state added later is counted as live
-// unless is_terminal() says otherwise.
-const std::vector<std::string>& live_attempt_states() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    boost::mp11::mp_for_each<boost::describe::describe_enumerators<AttemptState>>([&](auto d) {
-      if (!is_terminal(d.value)) out.emplace_back(d.name);
-    });
-    return out;
-  }();
-  return names;
-}
+const sql::Dialect kDialect{""};
 
 }  // namespace
 
@@ -80,60 +48,19 @@ Result<std::optional<Task>> SqliteTx::get_task(const std::string& id) {
 }
 
 Result<TaskPage> SqliteTx::list_tasks(const TaskQuery& q) {
-  // A bad cursor is the client's error whatever else the query says.
-  std::optional<TaskCursor> after;
-  if (!q.cursor.empty()) {
-    CP_ASSIGN(after, decode_task_cursor(q.cursor));
+  CP_ASSIGN(auto plan, sql::plan_task_list(q, kDialect));
+  std::vector<Task> rows;
+  for (const auto& select : plan.selects) {
+    CP_ASSIGN(auto part, query_docs<Task>(select.text, select.args, "tasks"));
+    std::move(part.begin(), part.end(), std::back_inserter(rows));
   }
-  TaskPage page;
-  // A visibility set that is present but empty: the caller may see nothing.
-  if (q.project_groups && q.project_groups->empty()) return page;
-  const int limit = std::clamp(q.limit, 1, kMaxPageSize);
-
-  std::string sql = "SELECT doc FROM tasks WHERE 1 = 1";
-  Args args;
-  auto equals = [&](std::string_view column, const std::string& value) {
-    if (value.empty()) return;
-    sql += " AND ";
-    sql += column;
-    sql += " = ?";
-    args.emplace_back(value);
-  };
-  if (!q.states.empty()) append_in(sql, args, "state", state_names(q.states));
-  if (q.project_groups) {
-    append_in(sql, args, "project_group", std::vector<std::string>(q.project_groups->begin(), q.project_groups->end()));
-  }
-  equals("project_group", q.project_group);
-  equals("resource_group", q.resource_group);
-  equals("assigned_cluster", q.cluster);
-  equals("pipeline_id", q.pipeline_id);
-  if (after) {
-    // Strictly after the cursor in (created_at DESC, id DESC): the ids break
-    // ties between tasks created in the same millisecond.
-    sql += " AND (created_at < ? OR (created_at = ? AND id < ?))";
-    args.emplace_back(after->created_at);
-    args.emplace_back(after->created_at);
-    args.emplace_back(after->id);
-  }
-  // One row more than asked tells whether there is a next page.
-  sql += " ORDER BY created_at DESC, id DESC LIMIT ?";
-  args.emplace_back(std::int64_t{limit} + 1);
-
-  CP_ASSIGN(page.items, query_docs<Task>(sql, args, "tasks"));
-  if (page.items.size() > static_cast<std::size_t>(limit)) {
-    page.items.pop_back();
-    page.next_cursor = encode_task_cursor({page.items.back().created_at, page.items.back().id});
-  }
-  return page;
+  return sql::merge_task_page(std::move(rows), plan.limit);
 }
 
 Result<std::vector<Task>> SqliteTx::tasks_in_states(const std::set<TaskState>& states) {
   if (states.empty()) return std::vector<Task>();
-  std::string sql = "SELECT doc FROM tasks WHERE 1 = 1";
-  Args args;
-  append_in(sql, args, "state", state_names(states));
-  sql += " ORDER BY created_at, id";
-  return query_docs<Task>(sql, args, "tasks");
+  auto select = sql::tasks_in_states(states, kDialect);
+  return query_docs<Task>(select.text, select.args, "tasks");
 }
 
 Result<std::vector<Task>> SqliteTx::tasks_of_pipeline(const std::string& pipeline_id) {
@@ -174,15 +101,8 @@ Result<std::vector<Attempt>> SqliteTx::attempts_of_task(const std::string& task_
 }
 
 Result<std::vector<Attempt>> SqliteTx::active_attempts(const std::string& cluster_id) {
-  std::string sql = "SELECT doc FROM attempts WHERE 1 = 1";
-  Args args;
-  if (!cluster_id.empty()) {
-    sql += " AND cluster_id = ?";
-    args.emplace_back(cluster_id);
-  }
-  append_in(sql, args, "state", live_attempt_states());
-  sql += " ORDER BY cluster_id, id";
-  return query_docs<Attempt>(sql, args, "attempts");
+  auto select = sql::active_attempts(cluster_id, kDialect);
+  return query_docs<Attempt>(select.text, select.args, "attempts");
 }
 
 // ------------------------------------------------------------------- events
@@ -215,8 +135,64 @@ Result<std::vector<Event>> SqliteTx::list_events(const EventQuery& q) {
     args.emplace_back(q.object_id);
   }
   sql += " ORDER BY id LIMIT ?";
-  args.emplace_back(std::int64_t{std::clamp(q.limit, 1, kMaxPageSize)});
+  args.emplace_back(std::int64_t{std::clamp(q.limit, 1, static_cast<int>(sql::kMaxPageSize))});
   return query_docs<Event>(sql, args, "events");
+}
+
+// -------------------------------------------------------------------- usage
+
+Status SqliteTx::add_usage(const std::vector<UsageRow>& rows) {
+  for (const auto& r : rows) {
+    auto upsert = sql::add_usage(r);
+    CP_TRY(exec(upsert.text, upsert.args));
+  }
+  return {};
+}
+
+Result<std::vector<UsageRow>> SqliteTx::usage_totals(const UsageQuery& q) {
+  CP_ASSIGN(auto select, sql::usage_totals(q, kDialect));
+  const auto columns = sql::usage_result_columns(q);
+  std::vector<UsageRow> out;
+  CP_TRY(query(select.text, select.args, [&](const sqlite::Statement& row) -> Status {
+    UsageRow r;
+    int i = 0;
+    for (const auto& c : columns) {
+      if (c == "day") r.day = row.column_int64(i);
+      else sql::usage_field(r, c) = row.column_text(i);
+      ++i;
+    }
+    r.attempts = row.column_int64(i);
+    r.gpu_ms = row.column_int64(i + 1);
+    r.cpu_core_ms = row.column_int64(i + 2);
+    r.memory_mib_s = row.column_int64(i + 3);
+    out.push_back(std::move(r));
+    return {};
+  }));
+  return out;
+}
+
+// ---------------------------------------------------------------- retention
+
+Result<std::int64_t> SqliteTx::delete_events_before(Millis before, int limit) {
+  auto del = sql::delete_events_before(before, limit);
+  return modify(del.text, del.args);
+}
+
+Result<std::vector<std::string>> SqliteTx::finished_tasks_before(Millis before, int limit) {
+  auto select = sql::finished_tasks_before(before, limit);
+  std::vector<std::string> ids;
+  CP_TRY(query(select.text, select.args, [&](const sqlite::Statement& row) -> Status {
+    ids.push_back(row.column_text(0));
+    return {};
+  }));
+  return ids;
+}
+
+Status SqliteTx::delete_task(const std::string& id) {
+  CP_ASSIGN(auto task, get_task(id));
+  if (!task) return errors::not_found("task", id);
+  for (const auto& del : sql::delete_task(*task)) CP_TRY(exec(del.text, del.args));
+  return {};
 }
 
 }  // namespace cp

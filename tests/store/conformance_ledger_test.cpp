@@ -1,0 +1,186 @@
+// Conformance: the task list split over project groups and states, the usage
+// ledger, and retention.
+#include <algorithm>
+#include <random>
+
+#include "store_conformance.h"
+
+namespace cp::testing {
+namespace {
+
+using V = std::vector<std::string>;
+
+TEST_P(StoreTest, ListTasksOverSeveralGroupsAndStatesMergesInOrderAcrossPages) {
+  // 4 groups x 4 states, 3 tasks per millisecond: every split query
+  // contributes to every page, and page boundaries fall inside ties.
+  const std::vector<std::string> groups = {"pg-a", "pg-b", "pg-c", "pg-d"};
+  const std::vector<TaskState> states = {TaskState::Queued, TaskState::Running, TaskState::Succeeded,
+                                         TaskState::Failed};
+  std::mt19937 rng(7);
+  std::vector<Task> tasks;
+  for (int i = 0; i < 300; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof id, "t-%04d", static_cast<int>(rng() % 10000));
+    tasks.push_back(make_task(std::string(id) + "-" + std::to_string(i), kT0 + i / 3, states[rng() % 4],
+                              groups[rng() % 4]));
+  }
+  write([&](Tx& tx) -> Status {
+    for (const auto& t : tasks) CP_TRY(tx.insert_task(t));
+    return {};
+  });
+  std::sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) {
+    return std::tie(a.created_at, a.id) > std::tie(b.created_at, b.id);
+  });
+  auto expect_pages = [&](TaskQuery q) {
+    std::vector<std::string> want;
+    for (const auto& t : tasks) {
+      bool group_ok = (!q.project_groups || q.project_groups->count(t.project_group)) &&
+                      (q.project_group.empty() || q.project_group == t.project_group);
+      bool state_ok = q.states.empty() || q.states.count(t.state);
+      if (group_ok && state_ok) want.push_back(t.id);
+    }
+    std::vector<std::string> got;
+    for (int pages = 0; pages < 100; ++pages) {
+      auto page = read([&](Tx& tx) { return tx.list_tasks(q); });
+      for (const auto& t : page.items) got.push_back(t.id);
+      if (page.next_cursor.empty()) break;
+      q.cursor = page.next_cursor;
+    }
+    EXPECT_EQ(got, want);
+  };
+  TaskQuery q;
+  q.limit = 7;
+  q.project_groups = std::set<std::string>{"pg-a", "pg-b", "pg-d"};
+  expect_pages(q);
+  q.states = {TaskState::Queued, TaskState::Failed};
+  expect_pages(q);
+  q.project_groups.reset();
+  expect_pages(q);
+  q.project_group = "pg-c";
+  q.states = {TaskState::Running, TaskState::Succeeded, TaskState::Failed};
+  expect_pages(q);
+}
+
+UsageRow usage_row(Millis day, std::string group, std::string cluster, std::int64_t gpu_ms) {
+  UsageRow r;
+  r.day = day;
+  r.project_group = std::move(group);
+  r.resource_group = "rg-a";
+  r.cluster = std::move(cluster);
+  r.user = "alice";
+  r.gpu_type = "nvidia-a100-80gb";
+  r.outcome = "Succeeded";
+  r.attempts = 1;
+  r.gpu_ms = gpu_ms;
+  r.cpu_core_ms = gpu_ms * 4;
+  r.memory_mib_s = gpu_ms / 10;
+  return r;
+}
+
+TEST_P(StoreTest, UsageRowsOfTheSameKeyAddUpAndGroupByAnyColumn) {
+  constexpr Millis kDay = 86'400'000;
+  write([&](Tx& tx) {
+    return tx.add_usage({usage_row(kT0, "pg-a", "c1", 1000), usage_row(kT0, "pg-a", "c1", 500),
+                         usage_row(kT0 + kDay, "pg-a", "c2", 7000), usage_row(kT0 + kDay, "pg-b", "c1", 30)});
+  });
+  // A second call adds to the same rows.
+  write([&](Tx& tx) { return tx.add_usage({usage_row(kT0, "pg-a", "c1", 1)}); });
+
+  UsageQuery q{kT0, kT0 + 2 * kDay, {"project_group", "cluster"}};
+  auto rows = read([&](Tx& tx) { return tx.usage_totals(q); });
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].project_group, "pg-a");
+  EXPECT_EQ(rows[0].cluster, "c1");
+  EXPECT_EQ(rows[0].gpu_ms, 1501);
+  EXPECT_EQ(rows[0].cpu_core_ms, 6004);
+  EXPECT_EQ(rows[0].memory_mib_s, 150);  // 100 + 50 + 0
+  EXPECT_EQ(rows[0].attempts, 3);
+  EXPECT_EQ(rows[0].day, 0);  // not grouped by
+  EXPECT_EQ(rows[0].user, "");
+  EXPECT_EQ(rows[1].cluster, "c2");
+  EXPECT_EQ(rows[1].gpu_ms, 7000);
+  EXPECT_EQ(rows[2].project_group, "pg-b");
+
+  // By day, over the first day only: [from, to) on whole days.
+  q = {kT0, kT0 + kDay, {"day"}};
+  rows = read([&](Tx& tx) { return tx.usage_totals(q); });
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].day, kT0);
+  EXPECT_EQ(rows[0].gpu_ms, 1501);
+
+  // No grouping: one row of totals.
+  q = {kT0, kT0 + 2 * kDay, {}};
+  rows = read([&](Tx& tx) { return tx.usage_totals(q); });
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].gpu_ms, 8531);
+
+  EXPECT_EQ(read_error([&](Tx& tx) { return tx.usage_totals({kT0, kT0 + kDay, {"planet"}}); }).status, 400);
+}
+
+TEST_P(StoreTest, DeleteEventsBeforeRemovesTheOldestInBatches) {
+  write([](Tx& tx) -> Status {
+    for (int i = 0; i < 10; ++i) CP_TRY(tx.append_event(make_event("task", "t-1", kT0 + i * 1000, "task.state")));
+    return {};
+  });
+  auto deleted = [&](Millis before, int limit) {
+    std::int64_t n = -1;
+    write([&](Tx& tx) -> Status {
+      CP_ASSIGN(n, tx.delete_events_before(before, limit));
+      return {};
+    });
+    return n;
+  };
+  EXPECT_EQ(deleted(kT0 + 6000, 4), 4);  // at 0..3 s
+  EXPECT_EQ(deleted(kT0 + 6000, 4), 2);  // 4 and 5 s
+  EXPECT_EQ(deleted(kT0 + 6000, 4), 0);
+  auto left = read([](Tx& tx) { return tx.list_events({}); });
+  ASSERT_EQ(left.size(), 4u);
+  EXPECT_EQ(left.front().at, kT0 + 6000);
+}
+
+TEST_P(StoreTest, FinishedTasksBeforeAndDeleteTaskTakeItsAttemptsEventsAndLastPipeline) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_pipeline(make_pipeline("p-1", "pg-a")));
+    Task old_done = make_task("t-1", kT0, TaskState::Succeeded);
+    old_done.updated_at = kT0 + 10;
+    Task old_failed = make_task("t-2", kT0, TaskState::Failed);
+    old_failed.updated_at = kT0 + 20;
+    Task new_done = make_task("t-3", kT0, TaskState::Cancelled);
+    new_done.updated_at = kT0 + 5000;
+    Task old_running = make_task("t-4", kT0, TaskState::Running);
+    old_running.updated_at = kT0;
+    for (const auto& t : {old_done, old_failed, new_done, old_running}) CP_TRY(tx.insert_task(t));
+    CP_TRY(tx.insert_attempt(make_attempt("t-1", 1, "c1", AttemptState::Preempted)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-1", 2, "c1", AttemptState::Succeeded)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-3", 1, "c1", AttemptState::Cancelled)));
+    CP_TRY(tx.append_event(make_event("task", "t-1", kT0, "task.state")));
+    CP_TRY(tx.append_event(make_event("attempt", "t-1.2", kT0, "attempt.state")));
+    CP_TRY(tx.append_event(make_event("attempt", "t-10.1", kT0, "attempt.state")));  // another task's
+    CP_TRY(tx.append_event(make_event("task", "t-3", kT0, "task.state")));
+    return {};
+  });
+  auto ids = read([](Tx& tx) { return tx.finished_tasks_before(kT0 + 1000, 10); });
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (V{"t-1", "t-2"}));
+  EXPECT_EQ(read([](Tx& tx) { return tx.finished_tasks_before(kT0 + 1000, 1); }).size(), 1u);
+
+  write([](Tx& tx) { return tx.delete_task("t-1"); });
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_task("t-1"); }), std::nullopt);
+  EXPECT_TRUE(read([](Tx& tx) { return tx.attempts_of_task("t-1"); }).empty());
+  auto events = read([](Tx& tx) { return tx.list_events({}); });
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].object_id, "t-10.1");
+  EXPECT_EQ(events[1].object_id, "t-3");
+  // The pipeline stays while it has tasks, and goes with the last one.
+  EXPECT_TRUE(read([](Tx& tx) { return tx.get_pipeline("p-1"); }).has_value());
+  write([](Tx& tx) -> Status {
+    for (const char* id : {"t-2", "t-3", "t-4"}) CP_TRY(tx.delete_task(id));
+    return {};
+  });
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_pipeline("p-1"); }), std::nullopt);
+  EXPECT_EQ(read([](Tx& tx) { return tx.list_events({}); }).size(), 1u);
+  EXPECT_EQ(write_error([](Tx& tx) { return tx.delete_task("t-1"); }).code, "not_found");
+}
+
+}  // namespace
+}  // namespace cp::testing
