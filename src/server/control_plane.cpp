@@ -229,15 +229,30 @@ void ControlPlane::wake_scheduler() {
 void ControlPlane::start_background(std::int64_t idle_ms) {
   loop_stop_ = false;
   loop_ = std::thread([this, idle_ms] {
+    using Steady = std::chrono::steady_clock;
+    Steady::duration last_cycle{};
+    Steady::time_point last_end{};
     while (!loop_stop_) {
       {
         std::unique_lock lock(loop_mu_);
         loop_cv_.wait_for(lock, std::chrono::milliseconds(idle_ms), [&] { return loop_wake_ || loop_stop_.load(); });
+        // Under a stream of wakes (submits, syncs) cycles would run back to
+        // back, and a cycle reads the whole live state: rest at least as
+        // long as the last cycle took, so that scheduling keeps to half of
+        // the time and the store to the API the other half. After an idle
+        // spell the first wake is served at once.
+        const auto rest = last_cycle - (Steady::now() - last_end);
+        if (!loop_stop_ && rest > std::chrono::milliseconds(1)) {
+          loop_cv_.wait_for(lock, rest, [&] { return loop_stop_.load(); });
+        }
         loop_wake_ = false;
       }
       if (loop_stop_) break;
+      const auto started = Steady::now();
       if (auto st = check_liveness(); !st.ok()) spdlog::warn("liveness check: {}", st.error().to_string());
       if (auto st = schedule_once(); !st.ok()) spdlog::warn("scheduling cycle: {}", st.error().to_string());
+      last_end = Steady::now();
+      last_cycle = last_end - started;
     }
   });
   retention_ = std::thread([this] {

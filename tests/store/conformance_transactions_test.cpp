@@ -1,4 +1,5 @@
 // Conformance: transaction rules, concurrency and durability.
+#include <atomic>
 #include <stdexcept>
 #include <thread>
 
@@ -75,6 +76,55 @@ TEST_P(StoreTest, TwoThreadsWriting200TimesEachLoseNoUpdate) {
   auto events = read([&](Tx& tx) { return tx.list_events(q); });
   ASSERT_EQ(events.size(), 2u * kWrites);
   for (std::size_t i = 1; i < events.size(); ++i) EXPECT_LT(events[i - 1].id, events[i].id);
+}
+
+TEST_P(StoreTest, ConcurrentWritesKeepExactlyTheBodiesThatSucceeded) {
+  // Eight threads write at once (SQLite commits them in groups): every third
+  // body fails after writing and every tenth throws; each caller gets its own
+  // body's outcome, and only the writes of the bodies that succeeded remain.
+  constexpr int kThreads = 8, kWrites = 60;
+  std::atomic<int> succeeded{0};
+  auto worker = [&](int thread) {
+    for (int i = 0; i < kWrites; ++i) {
+      const int n = thread * kWrites + i;
+      const std::string id = "w-" + std::to_string(n);
+      auto body = [&](Tx& tx) -> Status {
+        CP_TRY(tx.insert_task(make_task(id, kT0 + n)));
+        CP_TRY(increment(tx, "counter"));
+        if (n % 10 == 0) throw std::runtime_error("body " + id + " threw");
+        if (n % 3 == 0) return errors::invalid("body", id + " failed", id + " 失败");
+        return {};
+      };
+      try {
+        Status s = store_->write(body);
+        if (n % 3 == 0) {
+          EXPECT_FALSE(s.ok()) << id;
+          if (!s.ok()) {
+            EXPECT_NE(s.error().message.find(id), std::string::npos) << s.error().message;
+          }
+        } else {
+          EXPECT_TRUE(s.ok()) << id << ": " << s.error().to_string();
+          succeeded++;
+        }
+        EXPECT_NE(n % 10, 0) << id << " should have thrown";
+      } catch (const std::runtime_error& e) {
+        EXPECT_EQ(n % 10, 0) << e.what();
+        EXPECT_NE(std::string(e.what()).find(id), std::string::npos) << e.what();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& t : threads) t.join();
+
+  auto tasks = read([](Tx& tx) { return tx.tasks_in_states({TaskState::Queued}); });
+  EXPECT_EQ(static_cast<int>(tasks.size()), succeeded.load());
+  for (const auto& t : tasks) {
+    const int n = std::stoi(t.id.substr(2));
+    EXPECT_TRUE(n % 3 != 0 && n % 10 != 0) << t.id;
+  }
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_meta("counter"); }),
+            std::optional<std::string>(std::to_string(succeeded.load())));
 }
 
 TEST_P(StoreTest, DataSurvivesCloseAndReopen) {

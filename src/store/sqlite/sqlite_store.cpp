@@ -105,7 +105,70 @@ SqliteStore::~SqliteStore() {
   (void)conn_->execute("PRAGMA optimize");
 }
 
-Status SqliteStore::write(const std::function<Status(Tx&)>& body) { return run(TxKind::write, body); }
+Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
+  CP_CHECK(owner_.load() != std::this_thread::get_id(),
+           "Store::write/read called inside a transaction body on the same thread (would deadlock)");
+  PendingWrite me;
+  me.body = &body;
+  std::vector<PendingWrite*> group;
+  {
+    std::unique_lock lock(queue_mu_);
+    queue_.push_back(&me);
+    queue_cv_.wait(lock, [&] { return me.done || !leading_; });
+    if (!me.done) {
+      // Lead: everything queued so far (this write included) is one group.
+      leading_ = true;
+      group.swap(queue_);
+    }
+  }
+  if (!group.empty()) {
+    {
+      std::lock_guard store_lock(mu_);
+      OwnerMark mark(owner_);
+      commit_group(group);
+    }
+    {
+      std::lock_guard lock(queue_mu_);
+      for (auto* w : group) w->done = true;
+      leading_ = false;
+    }
+    queue_cv_.notify_all();
+  }
+  if (me.thrown) std::rethrow_exception(me.thrown);
+  return me.result;
+}
+
+void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
+  // Each body behind a savepoint, so that one body's error undoes only its
+  // own writes. A single write needs none: its error rolls back everything.
+  const bool savepoints = group.size() > 1;
+  Status committed = transaction(TxKind::write, [&]() -> Status {
+    for (auto* w : group) {
+      w->result = Status();
+      w->thrown = nullptr;
+      if (savepoints) CP_TRY(conn_->execute("SAVEPOINT cp_write"));
+      try {
+        SqliteTx tx(*conn_, true);
+        w->result = (*w->body)(tx);
+      } catch (...) {
+        w->thrown = std::current_exception();
+      }
+      const bool failed = !w->result.ok() || w->thrown;
+      // A busy database fails the whole group: it runs again from BEGIN.
+      if (failed && conn_->saw_busy()) return w->thrown ? store_error(503, "database busy") : w->result;
+      if (!savepoints) return failed ? (w->thrown ? store_error(500, "write body threw") : w->result) : Status();
+      if (failed) CP_TRY(conn_->execute("ROLLBACK TO cp_write"));
+      CP_TRY(conn_->execute("RELEASE cp_write"));
+    }
+    return {};
+  });
+  if (committed.ok()) return;
+  // The transaction did not commit: no body's writes were kept. A body that
+  // failed on its own keeps its error; the others get the transaction's.
+  for (auto* w : group) {
+    if (w->result.ok() && !w->thrown) w->result = committed;
+  }
+}
 
 Status SqliteStore::read(const std::function<Status(Tx&)>& body) { return run(TxKind::read, body); }
 

@@ -8,6 +8,16 @@
 // WAL already allows it: add a small pool of read-only connections for
 // read() and keep this one for write().
 //
+// Group commit: write()s that arrive while another is running queue up, and
+// the next one to get the connection runs the whole queue in one
+// transaction, each body inside its own SAVEPOINT (a body that fails rolls
+// back to it, alone), then commits once. Each caller gets its own body's
+// result (or the COMMIT's error) when the group has committed. Bodies run in
+// order of arrival, on the thread of whichever caller leads the group, as if
+// one after the other; a busy database runs the whole group again. Under
+// concurrent submits this shares the WAL pages and the commit between many
+// transactions (docs/benchmarks.md "Write path").
+//
 // Durability: WAL journal with synchronous=NORMAL by default. A commit is
 // then durable across a crash of the process (kill -9 included), which is the
 // failure DESIGN.md asks us to survive; only a power loss or kernel crash may
@@ -17,6 +27,9 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <vector>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -73,9 +86,24 @@ class SqliteStore final : public Store {
   Status apply(const Migration& m);
   Result<int> read_schema_version();
 
+  // A write() waiting for its group to commit.
+  struct PendingWrite {
+    const std::function<Status(Tx&)>* body = nullptr;
+    Status result;
+    std::exception_ptr thrown;  // rethrown on the caller's thread
+    bool done = false;
+  };
+  // Runs `group` in one transaction (caller holds mu_ and leads the group).
+  void commit_group(const std::vector<PendingWrite*>& group);
+
   std::unique_ptr<sqlite::Connection> conn_;
   SqliteOptions options_;
   std::mutex mu_;
+  // The queue of group commit, under queue_mu_ (taken before mu_, never after).
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::vector<PendingWrite*> queue_;
+  bool leading_ = false;  // a caller is running a group
   // The thread inside a transaction, to turn a nested write()/read() on the
   // same thread (which would deadlock on mu_) into a clear CHECK failure.
   std::atomic<std::thread::id> owner_;

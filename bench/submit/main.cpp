@@ -1,0 +1,315 @@
+// cubeplane-bench-submit: how many tasks a second go from an HTTP submit to
+// Dispatched (durable in the store, placed by the scheduler, an attempt
+// created for the agent), against how many a second the same rows go into the
+// same store by a raw batched insert, measured in the same run.
+//
+//   cubeplane-bench-submit [--store URL] [--tasks N] [--clients C]
+//
+// The server is the real one in this process: ControlPlane, the HTTP server
+// with the API routes (4 threads, as `cubeplane server`), the background
+// scheduling loop. Clients are C threads, each with its own keep-alive
+// connection (libcurl), each submitting a one-step pipeline (1 CPU) at a
+// time. One cluster of 64 nodes with room for every task; its agent is
+// simulated in process (it registers, then syncs its nodes every 5 s), since
+// what an agent does after Dispatched is the agent benchmark's business.
+//
+// The last line is machine-readable:
+//   submit_to_dispatch_per_sec=N raw_insert_per_sec=N ratio=R tasks=N
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "common/clock.h"
+#include "common/http_client.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "http/metrics.h"
+#include "http/router.h"
+#include "http/routes.h"
+#include "http/server.h"
+#include "objstore/object_store.h"
+#include "server/control_plane.h"
+#include "server/fleet_config.h"
+#include "store/store.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kNodes = 64;
+
+std::string fleet_yaml(int tasks) {
+  const int cpus = std::max(1, tasks);
+  return "apiVersion: cubeplane/v1\nkind: Cluster\nmetadata: {name: bench}\n"
+         "spec: {executor: local, storage_pool: pool-a, embedded_agent: false}\n---\n"
+         "apiVersion: cubeplane/v1\nkind: ResourceGroup\nmetadata: {name: rg-bench}\n"
+         "spec:\n  clusters: [bench]\n  quota:\n    cpu: {guaranteed: \"" +
+         std::to_string(2 * cpus) + "\"}\n    memory: {guaranteed: " + std::to_string(2 * cpus) +
+         "Gi}\n  default_request: {memory: 64Mi}\n---\n"
+         "apiVersion: cubeplane/v1\nkind: ProjectGroup\nmetadata: {name: pg-bench}\n"
+         "spec: {default_resource_group: rg-bench}\n";
+}
+
+constexpr const char* kPipeline =
+    "{\"apiVersion\":\"cubeplane/v1\",\"kind\":\"Pipeline\",\"metadata\":{\"name\":\"bench\","
+    "\"project_group\":\"pg-bench\"},\"spec\":{\"steps\":[{\"name\":\"step\",\"command\":[\"true\"],"
+    "\"resources\":{\"cpu\":\"1\"}}]}}";
+
+cp::NodeReport node(int i, int tasks) {
+  cp::NodeReport n;
+  n.name = "n" + std::to_string(i);
+  // Room for every task, spread over the nodes, and some to spare.
+  const int cpus = tasks / kNodes + 16;
+  n.capacity = cp::Resources::parse_or_die("cpu:" + std::to_string(cpus) + ",memory:" + std::to_string(cpus) + "Gi");
+  n.allocatable = n.capacity;
+  return n;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+template <class T>
+T must(cp::Result<T> r, const char* what) {
+  if (!r.ok()) {
+    std::fprintf(stderr, "ERROR %s: %s\n", what, r.error().to_string().c_str());
+    std::exit(1);
+  }
+  return std::move(r).value();
+}
+void must(const cp::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "ERROR %s: %s\n", what, s.error().to_string().c_str());
+    std::exit(1);
+  }
+}
+
+std::int64_t dispatched_count(cp::Store& store) {
+  std::int64_t n = 0;
+  must(store.read([&](cp::Tx& tx) -> cp::Status {
+         CP_ASSIGN(auto counts, tx.count_tasks());
+         for (const auto& [group, state, count] : counts) {
+           if (state != cp::TaskState::Queued) n += count;
+         }
+         return {};
+       }),
+       "count tasks");
+  return n;
+}
+
+struct EndToEnd {
+  double seconds_to_accept = 0;
+  double seconds_to_dispatch = 0;
+  std::int64_t accepted = 0;
+  std::int64_t dispatched = 0;
+  std::vector<double> latencies_ms;
+};
+
+EndToEnd run_end_to_end(cp::Store& store, cp::ObjectStore& objects, int tasks, int clients, bool schedule) {
+  cp::ServerConfig config;
+  cp::ControlPlane control(store, objects, cp::SystemClock::instance(), config);
+  cp::Principal admin;
+  admin.user = "admin";
+  admin.role = cp::PlatformRole::admin;
+  must(control.ensure_admin_token(), "admin token");
+  must(cp::apply_fleet(control, must(cp::parse_fleet_config(fleet_yaml(tasks)), "fleet")), "apply fleet");
+  auto token = must(control.create_token(admin, "admin", cp::json::value(nullptr)), "token");
+  const std::string bearer = "Bearer " + std::string(token.at("token").as_string());
+
+  // The agent: register, then report the nodes every 5 s.
+  auto boot = must(control.create_bootstrap_token(admin, "bench", cp::json::value(nullptr)), "bootstrap");
+  cp::RegisterRequest reg{"bench", std::string(boot.at("token").as_string()), "bench-agent", "bench"};
+  auto credential = must(control.agent_register(reg, ""), "register").credential;
+  auto agent = must(control.authenticate_agent(credential), "agent");
+  cp::SyncRequest sync;
+  sync.cluster_id = "bench";
+  sync.agent_instance = "bench-agent";
+  for (int i = 0; i < kNodes; ++i) sync.nodes.push_back(node(i, tasks));
+  must(control.agent_sync(agent, sync), "first sync");
+
+  cp::http::Metrics metrics;
+  cp::http::Router router;
+  cp::http::add_api_routes(router, control, &metrics, "");
+  cp::http::HttpServer http(router, {}, &metrics);
+  const auto port = must(http.listen("127.0.0.1:0"), "listen");
+  http.run(4);
+  if (schedule) control.start_background();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/api/v1/pipelines";
+
+  std::atomic<bool> done{false};
+  std::thread agent_thread([&] {
+    auto next = Clock::now();
+    while (!done) {
+      if (Clock::now() >= next) {
+        sync.seq++;
+        (void)control.agent_sync(agent, sync);
+        next = Clock::now() + std::chrono::seconds(5);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+
+  EndToEnd out;
+  std::atomic<int> next_task{0};
+  std::atomic<std::int64_t> accepted{0};
+  std::vector<std::vector<double>> latencies(static_cast<std::size_t>(clients));
+  const auto t0 = Clock::now();
+  std::vector<std::thread> workers;
+  for (int c = 0; c < clients; ++c) {
+    workers.emplace_back([&, c] {
+      cp::HttpClient client;
+      cp::HttpRequestOptions opts;
+      opts.headers["Authorization"] = bearer;
+      while (next_task.fetch_add(1) < tasks) {
+        const auto s = Clock::now();
+        auto r = client.request("POST", url, kPipeline, "application/json", opts);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - s).count();
+        if (r.ok() && r->status == 201) {
+          accepted++;
+          latencies[static_cast<std::size_t>(c)].push_back(ms);
+        } else {
+          std::fprintf(stderr, "submit failed: %s\n",
+                       r.ok() ? (std::to_string(r->status) + " " + r->body).c_str() : r.error().to_string().c_str());
+        }
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  out.seconds_to_accept = std::chrono::duration<double>(Clock::now() - t0).count();
+  out.accepted = accepted;
+  const auto deadline = Clock::now() + std::chrono::seconds(schedule ? 300 : 0);
+  while ((out.dispatched = dispatched_count(store)) < out.accepted && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  out.seconds_to_dispatch = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (auto& l : latencies) out.latencies_ms.insert(out.latencies_ms.end(), l.begin(), l.end());
+  done = true;
+  agent_thread.join();
+  control.stop_background();
+  http.stop();
+  return out;
+}
+
+// The rows one submit writes (a pipeline, its task, the task's first event),
+// written `batch` tasks to a transaction.
+double raw_insert_per_sec(cp::Store& store, int tasks, int batch) {
+  const auto t0 = Clock::now();
+  for (int done = 0; done < tasks;) {
+    const int n = std::min(batch, tasks - done);
+    must(store.write([&](cp::Tx& tx) -> cp::Status {
+           const cp::Millis now = cp::SystemClock::instance().now_ms();
+           for (int i = 0; i < n; ++i) {
+             cp::Pipeline p;
+             p.id = cp::new_id("p", now);
+             p.name = "bench";
+             p.project_group = "pg-bench";
+             p.resource_group = "rg-bench";
+             p.submitted_by = "admin";
+             p.created_at = now;
+             cp::Step step;
+             step.name = "step";
+             step.command = {"true"};
+             step.resources = cp::Resources::parse_or_die("cpu:1,memory:64Mi");
+             p.steps = {step};
+             CP_TRY(tx.insert_pipeline(p));
+             cp::Task t;
+             t.id = cp::new_id("t", now);
+             t.pipeline_id = p.id;
+             t.name = "step";
+             t.project_group = "pg-bench";
+             t.resource_group = "rg-bench";
+             t.user = "admin";
+             t.step = step;
+             t.state = cp::TaskState::Queued;
+             t.created_at = t.updated_at = t.queued_at = now;
+             CP_TRY(tx.insert_task(t));
+             cp::Event e;
+             e.at = now;
+             e.actor = "admin";
+             e.object_kind = "task";
+             e.object_id = t.id;
+             e.type = "task.state";
+             e.to = "Queued";
+             e.message = "submitted";
+             e.data["pipeline_id"] = p.id;
+             e.data["project_group"] = t.project_group;
+             e.data["resource_group"] = t.resource_group;
+             CP_ASSIGN(auto id, tx.append_event(e));
+             (void)id;
+           }
+           return {};
+         }),
+         "raw insert");
+    done += n;
+  }
+  return tasks / std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Cubeplane write path: HTTP submit -> durable -> dispatched, vs a raw batched insert"};
+  std::string store_url;
+  int tasks = 20000;
+  int clients = 16;
+  int batch = 1000;
+  bool quick = false;
+  bool no_scheduler = false;
+  app.add_option("--store", store_url, "Store URL (default: a new SQLite file in a temporary directory)");
+  app.add_option("--tasks", tasks, "Tasks to submit (one-step pipelines)")->check(CLI::PositiveNumber);
+  app.add_option("--clients", clients, "Concurrent HTTP clients")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "Tasks per transaction of the raw insert")->check(CLI::PositiveNumber);
+  app.add_flag("--quick", quick, "A small run for CI: 1,000 tasks, 8 clients, temporary SQLite");
+  app.add_flag("--no-scheduler", no_scheduler, "Only submit (what the HTTP and store path alone sustain)");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    tasks = 1000;
+    clients = 8;
+    store_url.clear();
+  }
+  cp::setup_logging("warn");
+
+  const fs::path dir = fs::temp_directory_path() / ("cubeplane-bench-submit-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "objects");
+  const bool temp_store = store_url.empty();
+  if (temp_store) store_url = "sqlite://" + (dir / "cubeplane.db").string();
+  auto objects = must(cp::open_object_store("file://" + (dir / "objects").string()), "objects");
+
+  EndToEnd e2e;
+  double raw = 0;
+  std::string backend;
+  {
+    auto store = must(cp::open_store(store_url), "open store");
+    must(store->migrate(), "migrate");
+    backend = store->backend();
+    e2e = run_end_to_end(*store, *objects, tasks, clients, !no_scheduler);
+    // The same rows, into the same database, with nothing else running.
+    raw = raw_insert_per_sec(*store, tasks, batch);
+  }
+  if (temp_store) fs::remove_all(dir);
+
+  const double rate = static_cast<double>(e2e.dispatched) / e2e.seconds_to_dispatch;
+  std::printf("backend=%s tasks=%d clients=%d\n", backend.c_str(), tasks, clients);
+  std::printf("accepted=%lld in %.3f s (%.0f/s); submit latency p50=%.2f ms p99=%.2f ms\n",
+              static_cast<long long>(e2e.accepted), e2e.seconds_to_accept,
+              static_cast<double>(e2e.accepted) / e2e.seconds_to_accept, percentile(e2e.latencies_ms, 0.5),
+              percentile(e2e.latencies_ms, 0.99));
+  std::printf("dispatched=%lld in %.3f s from the first submit\n", static_cast<long long>(e2e.dispatched),
+              e2e.seconds_to_dispatch);
+  std::printf("raw batched insert (%d tasks a transaction): %.0f tasks/s\n", batch, raw);
+  if (e2e.accepted != tasks || e2e.dispatched < e2e.accepted) {
+    std::printf("ERROR not every task was accepted and dispatched\n");
+    return 1;
+  }
+  std::printf("submit_to_dispatch_per_sec=%.0f raw_insert_per_sec=%.0f ratio=%.3f tasks=%d\n", rate, raw, rate / raw,
+              tasks);
+  return 0;
+}
