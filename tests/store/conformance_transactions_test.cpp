@@ -1,5 +1,7 @@
 // Conformance: transaction rules, concurrency and durability.
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <stdexcept>
 #include <thread>
 
@@ -125,6 +127,38 @@ TEST_P(StoreTest, ConcurrentWritesKeepExactlyTheBodiesThatSucceeded) {
   }
   EXPECT_EQ(read([](Tx& tx) { return tx.get_meta("counter"); }),
             std::optional<std::string>(std::to_string(succeeded.load())));
+}
+
+TEST_P(StoreTest, AnOpenReadDoesNotHoldUpAWriteAndKeepsItsSnapshot) {
+  // The scheduler reads the live state while submits keep coming: a write
+  // commits while a read transaction is open on another thread, and that read
+  // goes on seeing the database as it was when it began.
+  if (!db_.persistent) GTEST_SKIP() << GetParam().name << " has one connection for reads and writes";
+  write([](Tx& tx) { return tx.insert_task(make_task("t-before", kT0)); });
+  std::promise<void> reading, written;
+  std::shared_future<void> written_future = written.get_future().share();
+  std::size_t seen_first = 0, seen_after = 0;
+  bool write_came = false;
+  std::thread reader([&] {
+    Status s = store_->read([&](Tx& tx) -> Status {
+      CP_ASSIGN(auto first, tx.tasks_in_states({TaskState::Queued}));
+      seen_first = first.size();
+      reading.set_value();
+      write_came = written_future.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+      CP_ASSIGN(auto after, tx.tasks_in_states({TaskState::Queued}));
+      seen_after = after.size();
+      return {};
+    });
+    EXPECT_TRUE(s.ok()) << s.error().to_string();
+  });
+  reading.get_future().wait();
+  write([](Tx& tx) { return tx.insert_task(make_task("t-during", kT0 + 1)); });
+  written.set_value();
+  reader.join();
+  EXPECT_TRUE(write_came) << "the write waited for the read to end";
+  EXPECT_EQ(seen_first, 1u);
+  EXPECT_EQ(seen_after, 1u);
+  EXPECT_EQ(read([](Tx& tx) { return tx.tasks_in_states({TaskState::Queued}); }).size(), 2u);
 }
 
 TEST_P(StoreTest, DataSurvivesCloseAndReopen) {

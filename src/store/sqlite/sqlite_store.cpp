@@ -13,17 +13,26 @@ Error invalid_url(std::string_view url, const std::string& why) {
   return e;
 }
 
-// Marks the calling thread as inside a transaction for as long as it lives.
-class OwnerMark {
+// The store whose transaction the calling thread is in, if any.
+thread_local const void* t_in_transaction = nullptr;
+
+// Marks the calling thread as inside a transaction of `store` while it lives.
+class InTransaction {
  public:
-  explicit OwnerMark(std::atomic<std::thread::id>& owner) : owner_(owner) { owner_ = std::this_thread::get_id(); }
-  ~OwnerMark() { owner_ = std::thread::id(); }
-  OwnerMark(const OwnerMark&) = delete;
-  OwnerMark& operator=(const OwnerMark&) = delete;
+  explicit InTransaction(const void* store) : previous_(t_in_transaction) { t_in_transaction = store; }
+  ~InTransaction() { t_in_transaction = previous_; }
+  InTransaction(const InTransaction&) = delete;
+  InTransaction& operator=(const InTransaction&) = delete;
 
  private:
-  std::atomic<std::thread::id>& owner_;
+  const void* previous_;
 };
+
+// PRAGMAs every connection needs, before anything else: even these wait for
+// a lock held by another process instead of failing at once.
+Status set_busy_timeout(sqlite::Connection& conn, int ms) {
+  return conn.execute("PRAGMA busy_timeout = " + std::to_string(ms));
+}
 
 }  // namespace
 
@@ -72,7 +81,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& opti
 
   // Before anything else, so that even the pragmas below wait for a lock
   // held by another process instead of failing at once.
-  CP_TRY(conn->execute("PRAGMA busy_timeout = " + std::to_string(options.busy_timeout_ms)));
+  CP_TRY(set_busy_timeout(*conn, options.busy_timeout_ms));
 
   // WAL: readers do not block the writer nor it them, and a commit appends
   // to the log instead of rewriting pages. An in-memory database has no file
@@ -93,11 +102,29 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& opti
   // Off by default in SQLite, per connection; the schema relies on it.
   CP_TRY(conn->execute("PRAGMA foreign_keys = ON"));
 
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(conn), options));
+  std::vector<std::unique_ptr<sqlite::Connection>> readers;
+  if (options.path != ":memory:") {
+    for (int i = 0; i < kReaders; ++i) {
+      CP_ASSIGN(auto reader, sqlite::Connection::open(options.path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX));
+      CP_TRY(set_busy_timeout(*reader, options.busy_timeout_ms));
+      readers.push_back(std::move(reader));
+    }
+  }
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(conn), std::move(readers), options));
 }
 
-SqliteStore::SqliteStore(std::unique_ptr<sqlite::Connection> conn, SqliteOptions options)
-    : conn_(std::move(conn)), options_(std::move(options)) {}
+SqliteStore::SqliteStore(std::unique_ptr<sqlite::Connection> conn,
+                         std::vector<std::unique_ptr<sqlite::Connection>> readers, SqliteOptions options)
+    : conn_(std::move(conn)), options_(std::move(options)), readers_(std::move(readers)) {
+  for (auto& r : readers_) free_readers_.push_back(r.get());
+}
+
+void SqliteStore::check_not_nested(const char* what) const {
+  if (t_in_transaction == this) {
+    std::fprintf(stderr, "Store::%s called inside a transaction body on the same thread\n", what);
+  }
+  CP_CHECK(t_in_transaction != this, "nested transaction (would deadlock or see another snapshot)");
+}
 
 SqliteStore::~SqliteStore() {
   std::lock_guard lock(mu_);
@@ -106,8 +133,7 @@ SqliteStore::~SqliteStore() {
 }
 
 Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
-  CP_CHECK(owner_.load() != std::this_thread::get_id(),
-           "Store::write/read called inside a transaction body on the same thread (would deadlock)");
+  check_not_nested("write");
   PendingWrite me;
   me.body = &body;
   std::vector<PendingWrite*> group;
@@ -124,7 +150,7 @@ Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
   if (!group.empty()) {
     {
       std::lock_guard store_lock(mu_);
-      OwnerMark mark(owner_);
+      InTransaction mark(this);
       commit_group(group);
     }
     {
@@ -142,7 +168,7 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
   // Each body behind a savepoint, so that one body's error undoes only its
   // own writes. A single write needs none: its error rolls back everything.
   const bool savepoints = group.size() > 1;
-  Status committed = transaction(TxKind::write, [&]() -> Status {
+  Status committed = transaction(*conn_, TxKind::write, [&]() -> Status {
     for (auto* w : group) {
       w->result = Status();
       w->thrown = nullptr;
@@ -170,37 +196,58 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
   }
 }
 
-Status SqliteStore::read(const std::function<Status(Tx&)>& body) { return run(TxKind::read, body); }
-
-Status SqliteStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
-  CP_CHECK(owner_.load() != std::this_thread::get_id(),
-           "Store::write/read called inside a transaction body on the same thread (would deadlock)");
-  std::lock_guard lock(mu_);
-  OwnerMark mark(owner_);
-  return transaction(kind, [&]() -> Status {
-    SqliteTx tx(*conn_, kind == TxKind::write);
-    return body(tx);
-  });
+Status SqliteStore::read(const std::function<Status(Tx&)>& body) {
+  check_not_nested("read");
+  auto run_on = [&](sqlite::Connection& conn) {
+    InTransaction mark(this);
+    return transaction(conn, TxKind::read, [&]() -> Status {
+      SqliteTx tx(conn, false);
+      return body(tx);
+    });
+  };
+  if (readers_.empty()) {
+    std::lock_guard lock(mu_);
+    return run_on(*conn_);
+  }
+  sqlite::Connection* reader = nullptr;
+  {
+    std::unique_lock lock(readers_mu_);
+    readers_cv_.wait(lock, [&] { return !free_readers_.empty(); });
+    reader = free_readers_.back();
+    free_readers_.pop_back();
+  }
+  struct GiveBack {
+    SqliteStore& store;
+    sqlite::Connection* reader;
+    ~GiveBack() {
+      {
+        std::lock_guard lock(store.readers_mu_);
+        store.free_readers_.push_back(reader);
+      }
+      store.readers_cv_.notify_one();
+    }
+  } give_back{*this, reader};
+  return run_on(*reader);
 }
 
-Status SqliteStore::transaction(TxKind kind, const std::function<Status()>& body) {
+Status SqliteStore::transaction(sqlite::Connection& conn, TxKind kind, const std::function<Status()>& body) {
   Status result;
   for (int attempt = 0; attempt <= kBusyRetries; ++attempt) {
-    conn_->clear_busy();
-    result = transaction_once(kind, body);
+    conn.clear_busy();
+    result = transaction_once(conn, kind, body);
     // Only a busy database is worth another run: anything else would fail
     // the same way again.
-    if (result.ok() || !conn_->saw_busy()) return result;
+    if (result.ok() || !conn.saw_busy()) return result;
   }
   return result;
 }
 
-Status SqliteStore::transaction_once(TxKind kind, const std::function<Status()>& body) {
+Status SqliteStore::transaction_once(sqlite::Connection& conn, TxKind kind, const std::function<Status()>& body) {
   // IMMEDIATE takes the write lock up front. A deferred transaction that
   // reads and then writes would fail with SQLITE_BUSY_SNAPSHOT at its first
   // write whenever another connection committed in between, after the body
   // had already done work; taking the lock first makes the body run once.
-  CP_TRY(conn_->execute(kind == TxKind::write ? "BEGIN IMMEDIATE" : "BEGIN"));
+  CP_TRY(conn.execute(kind == TxKind::write ? "BEGIN IMMEDIATE" : "BEGIN"));
 
   // Rolls back unless COMMIT succeeded, whether the body returned an error,
   // COMMIT failed, or the body threw.
@@ -209,16 +256,16 @@ Status SqliteStore::transaction_once(TxKind kind, const std::function<Status()>&
     ~RollbackUnlessCommitted() {
       if (conn.in_transaction()) (void)conn.execute("ROLLBACK");
     }
-  } guard{*conn_};
+  } guard{conn};
 
   CP_TRY(body());
-  return conn_->execute("COMMIT");
+  return conn.execute("COMMIT");
 }
 
 Status SqliteStore::migrate() {
-  CP_CHECK(owner_.load() != std::this_thread::get_id(), "Store::migrate called inside a transaction body");
+  check_not_nested("migrate");
   std::lock_guard lock(mu_);
-  OwnerMark mark(owner_);
+  InTransaction mark(this);
 
   CP_TRY(conn_->execute(kSchemaMigrationsDdl));
   CP_ASSIGN(int current, read_schema_version());
@@ -234,7 +281,7 @@ Status SqliteStore::migrate() {
 }
 
 Status SqliteStore::apply(const Migration& m) {
-  return transaction(TxKind::write, [&]() -> Status {
+  return transaction(*conn_, TxKind::write, [&]() -> Status {
     // Checked again under the write lock: another process sharing the file
     // may have applied it since we read the version.
     {
@@ -257,7 +304,7 @@ Result<int> SqliteStore::read_schema_version() {
 }
 
 int SqliteStore::schema_version() {
-  CP_CHECK(owner_.load() != std::this_thread::get_id(), "Store::schema_version called inside a transaction body");
+  check_not_nested("schema_version");
   std::lock_guard lock(mu_);
   {
     // Before the first migrate() there is no table yet: version 0.

@@ -1,12 +1,12 @@
 // SqliteStore: the embedded metadata store (DESIGN.md "single machine").
 //
-// One connection, one mutex. Every transaction, read or write, holds the
-// mutex from BEGIN to COMMIT. That is the simplest thing that is correct: a
-// SQLite connection is one transaction at a time, and the server's load (a
-// scheduling cycle every second or so, API calls, agent syncs) fits in one
-// connection with room to spare. If reads ever need to run beside a write,
-// WAL already allows it: add a small pool of read-only connections for
-// read() and keep this one for write().
+// One connection for writes, under a mutex: a SQLite connection is one
+// transaction at a time, and SQLite has one writer at a time anyway. Reads
+// of a database file go to a small pool of read-only connections instead
+// (WAL lets readers run beside the writer, each on its own snapshot), so a
+// scheduling cycle reading the live state, or a task list, never holds up a
+// submit. An in-memory database exists only in its one connection, which
+// then serves reads too.
 //
 // Group commit: write()s that arrive while another is running queue up, and
 // the next one to get the connection runs the whole queue in one
@@ -71,17 +71,23 @@ class SqliteStore final : public Store {
   // A busy database (another process holds the write lock past the busy
   // timeout) gets the whole transaction body run again, this many times.
   static constexpr int kBusyRetries = 5;
+  // Read-only connections of a database file.
+  static constexpr int kReaders = 4;
 
  private:
   enum class TxKind { read, write };
 
-  SqliteStore(std::unique_ptr<sqlite::Connection> conn, SqliteOptions options);
-  // write() and read(): takes mu_ and runs `body` on a SqliteTx.
-  Status run(TxKind kind, const std::function<Status(Tx&)>& body);
-  // BEGIN [IMMEDIATE] ... COMMIT around `body`, rolled back if it fails or
-  // throws, retried while the database is busy. Caller holds mu_.
-  Status transaction(TxKind kind, const std::function<Status()>& body);
-  Status transaction_once(TxKind kind, const std::function<Status()>& body);
+  SqliteStore(std::unique_ptr<sqlite::Connection> conn, std::vector<std::unique_ptr<sqlite::Connection>> readers,
+              SqliteOptions options);
+  // CHECK-fails when the calling thread is inside a transaction of this
+  // store: a nested write() would deadlock, a nested read() see another
+  // snapshot than its caller.
+  void check_not_nested(const char* what) const;
+  // BEGIN [IMMEDIATE] ... COMMIT around `body` on `conn`, rolled back if it
+  // fails or throws, retried while the database is busy. Caller owns `conn`
+  // (holds mu_ for conn_, or took a reader from the pool).
+  static Status transaction(sqlite::Connection& conn, TxKind kind, const std::function<Status()>& body);
+  static Status transaction_once(sqlite::Connection& conn, TxKind kind, const std::function<Status()>& body);
   // Runs one migration unless a concurrent migrate() got there first.
   Status apply(const Migration& m);
   Result<int> read_schema_version();
@@ -96,17 +102,20 @@ class SqliteStore final : public Store {
   // Runs `group` in one transaction (caller holds mu_ and leads the group).
   void commit_group(const std::vector<PendingWrite*>& group);
 
-  std::unique_ptr<sqlite::Connection> conn_;
+  std::unique_ptr<sqlite::Connection> conn_;  // the writer (and the reader of :memory:)
   SqliteOptions options_;
-  std::mutex mu_;
+  std::mutex mu_;  // owns conn_
+  // Read-only connections for read(), none for :memory:.
+  std::vector<std::unique_ptr<sqlite::Connection>> readers_;
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<sqlite::Connection*> free_readers_;
   // The queue of group commit, under queue_mu_ (taken before mu_, never after).
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::vector<PendingWrite*> queue_;
   bool leading_ = false;  // a caller is running a group
-  // The thread inside a transaction, to turn a nested write()/read() on the
-  // same thread (which would deadlock on mu_) into a clear CHECK failure.
-  std::atomic<std::thread::id> owner_;
+
 };
 
 }  // namespace cp
