@@ -263,19 +263,21 @@ int main(int argc, char** argv) {
   int batch = 1000;
   bool quick = false;
   bool no_scheduler = false;
+  std::string log_level = "warn";
   app.add_option("--store", store_url, "Store URL (default: a new SQLite file in a temporary directory)");
   app.add_option("--tasks", tasks, "Tasks to submit (one-step pipelines)")->check(CLI::PositiveNumber);
   app.add_option("--clients", clients, "Concurrent HTTP clients")->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "Tasks per transaction of the raw insert")->check(CLI::PositiveNumber);
   app.add_flag("--quick", quick, "A small run for CI: 1,000 tasks, 8 clients, temporary SQLite");
   app.add_flag("--no-scheduler", no_scheduler, "Only submit (what the HTTP and store path alone sustain)");
+  app.add_option("--log-level", log_level, "The server's log level (debug shows each scheduling cycle's times)");
   CLI11_PARSE(app, argc, argv);
   if (quick) {
     tasks = 1000;
     clients = 8;
     store_url.clear();
   }
-  cp::setup_logging("warn");
+  cp::setup_logging(log_level);
 
   const fs::path dir = fs::temp_directory_path() / ("cubeplane-bench-submit-" + std::to_string(::getpid()));
   fs::create_directories(dir / "objects");
