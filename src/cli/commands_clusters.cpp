@@ -42,6 +42,7 @@ struct CreateClusterOptions {
   std::string display_name;
   std::string executor = "local";
   std::string storage_pool = "default";
+  std::string storage_mount;
   std::vector<std::string> labels;
 };
 
@@ -54,6 +55,8 @@ void add_clusters_create(CLI::App& clusters, ClientContext& ctx) {
       ->capture_default_str();
   sub->add_option("--storage-pool", o->storage_pool, "Storage pool the cluster's checkpoints and logs go to")
       ->capture_default_str();
+  sub->add_option("--storage-mount", o->storage_mount,
+                  "Where the storage pool is mounted on every node (e.g. /mnt/shared); nodes without it show drift");
   sub->add_option("--display-name", o->display_name, "Human-readable name");
   sub->add_option("--label", o->labels, "Label k=v (repeatable)");
   on_run(sub, ctx, [&ctx, o] {
@@ -66,6 +69,7 @@ void add_clusters_create(CLI::App& clusters, ClientContext& ctx) {
                       {"executor", o->executor},
                       {"storage_pool", o->storage_pool},
                       {"labels", std::move(*labels)}};
+    if (!o->storage_mount.empty()) body["storage_mount"] = o->storage_mount;
     auto cluster = (*api)->post("/api/v1/clusters", body);
     if (!cluster) return fail(ctx, cluster.error());
     return print(ctx, *cluster, [&](const json::value& v) {

@@ -252,6 +252,7 @@ std::string cluster_details(const json::value& c, Millis now) {
   d.add("Reason", or_dash(str_at(c, "state_reason")));
   d.add("Message", or_dash(str_at(c, "state_message")));
   d.add("Storage pool", or_dash(str_at(c, "storage_pool")));
+  if (!str_at(c, "storage_mount").empty()) d.add("Storage mount", str_at(c, "storage_mount"));
   d.add("Labels", or_dash(join_labels(member(c, "labels"))));
   Millis contact = millis_at(c, "last_contact");
   d.add("Last contact", contact == 0 ? "never" : age_ago(now, contact));
@@ -265,8 +266,16 @@ std::string cluster_details(const json::value& c, Millis now) {
   return d.render();
 }
 
+// "-" or the kinds of a node's preflight drift, e.g. "kernel, gpus".
+std::string drift_summary(const json::value* drift) {
+  if (drift == nullptr || !drift->is_array() || drift->get_array().empty()) return "-";
+  std::string out;
+  for (const auto& d : drift->get_array()) out += (out.empty() ? "" : ", ") + str_at(d, "kind");
+  return out;
+}
+
 std::string nodes_table(const json::array& nodes) {
-  Table t({"CLUSTER", "NAME", "READY", "MAINT", "GPUS", "CPU", "MEMORY", "LABELS"});
+  Table t({"CLUSTER", "NAME", "READY", "MAINT", "GPUS", "CPU", "MEMORY", "DRIFT", "LABELS"});
   for (const auto& n : nodes) {
     const json::value* labels = first_of(n, {"effective_labels", "labels"});
     bool maint = str_at(n, "maintenance") == "true" ||
@@ -276,7 +285,8 @@ std::string nodes_table(const json::array& nodes) {
     if (ready == "no" && !why.empty()) ready += " (" + truncate(why, 30) + ")";
     t.add_row({str_at(n, "cluster_id"), str_at(n, "name"), ready, maint ? "yes" : "no",
                gpu_summary(member(n, "capacity")), or_dash(str_at(n, "capacity.cpu")),
-               or_dash(str_at(n, "capacity.memory")), truncate(join_labels(labels), kLabelsWidth)});
+               or_dash(str_at(n, "capacity.memory")), drift_summary(member(n, "drift")),
+               truncate(join_labels(labels), kLabelsWidth)});
   }
   return t.render();
 }

@@ -25,7 +25,7 @@ void add_cluster_routes(Router& router, ControlPlane& cp) {
               .tag = "clusters",
               .auth = AuthKind::admin,
               .body = BodyKind::json,
-              .body_description = "{\"id\",\"display_name\",\"executor\",\"storage_pool\",\"labels\"}",
+              .body_description = "{\"id\",\"display_name\",\"executor\",\"storage_pool\",\"storage_mount\"?,\"labels\"}",
               .response = "Cluster",
               .success_status = 201},
              user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
@@ -46,7 +46,7 @@ void add_cluster_routes(Router& router, ControlPlane& cp) {
               .tag = "clusters",
               .auth = AuthKind::admin,
               .body = BodyKind::json,
-              .body_description = "{\"display_name\"?, \"labels\"?, \"storage_pool\"?, \"draining\"?: bool}",
+              .body_description = "{\"display_name\"?, \"labels\"?, \"storage_pool\"?, \"storage_mount\"?, \"draining\"?: bool}",
               .response = "Cluster"},
              user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
                CP_ASSIGN(auto body, json_body(req));

@@ -30,6 +30,9 @@ struct Cluster {
   std::string display_name;
   ExecutorKind executor = ExecutorKind::local;
   std::string storage_pool = "default";
+  // Where the storage pool is mounted on every node ("" = not checked); a
+  // node without it is flagged by the preflight check.
+  std::string storage_mount;
   Labels labels;
   ClusterState state = ClusterState::offline;
   // Why it is in that state: "never_connected", "unreachable",
@@ -45,8 +48,9 @@ struct Cluster {
   Millis updated_at = 0;
 };
 BOOST_DESCRIBE_STRUCT(Cluster, (),
-                      (id, display_name, executor, storage_pool, labels, state, state_reason, state_message,
-                       last_contact, credential_expires_at, agent_instance, agent_seq, agent_version, created_at, updated_at))
+                      (id, display_name, executor, storage_pool, storage_mount, labels, state, state_reason,
+                       state_message, last_contact, credential_expires_at, agent_instance, agent_seq, agent_version,
+                       created_at, updated_at))
 
 // ------------------------------------------------------------------- nodes
 
@@ -57,8 +61,18 @@ struct HostFacts {
   std::string driver;
   std::string cuda;
   std::int64_t clock_offset_ms = 0;
+  std::vector<std::string> mounts;  // mount points of real filesystems (not proc, sysfs, cgroup, ...)
 };
-BOOST_DESCRIBE_STRUCT(HostFacts, (), (os, kernel, runtime, driver, cuda, clock_offset_ms))
+BOOST_DESCRIBE_STRUCT(HostFacts, (), (os, kernel, runtime, driver, cuda, clock_offset_ms, mounts))
+
+// A way a node differs from its cluster or from what it declares, found by
+// the server's preflight check on every sync (server/preflight.h).
+struct NodeDrift {
+  std::string kind;  // kernel | runtime | driver | cuda | storage_mount | clock_offset | gpus
+  std::string message;
+  std::string message_zh;
+};
+BOOST_DESCRIBE_STRUCT(NodeDrift, (), (kind, message, message_zh))
 
 struct GpuDevice {
   int index = 0;
@@ -87,6 +101,7 @@ struct Node {
   bool maintenance = false;  // set by an admin (or the label maintenance=true)
   HostFacts facts;
   std::vector<GpuDevice> gpus;
+  std::vector<NodeDrift> drift;  // empty: the node agrees with its cluster
   Millis updated_at = 0;
 
   // labels with overrides applied; an override of "" removes the label.
@@ -95,7 +110,7 @@ struct Node {
 };
 BOOST_DESCRIBE_STRUCT(Node, (),
                       (cluster_id, name, labels, label_overrides, capacity, allocatable, ready, not_ready_reason,
-                       maintenance, facts, gpus, updated_at))
+                       maintenance, facts, gpus, drift, updated_at))
 
 // ---------------------------------------------------- groups and priorities
 

@@ -13,6 +13,7 @@
 #include "common/ids.h"
 #include "server/control_plane.h"
 #include "server/internal.h"
+#include "server/preflight.h"
 
 namespace cp {
 
@@ -291,7 +292,14 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     }
 
     // Inventory: reported nodes replace what we knew; vanished nodes go.
-    std::set<std::string> seen;
+    // The preflight check compares them with each other (preflight.h); a
+    // change in what it finds about a node is an event.
+    std::map<std::string, Node> known_nodes;
+    if (!req.nodes.empty()) {
+      CP_ASSIGN(auto known, tx.list_nodes(cid));
+      for (auto& n : known) known_nodes.emplace(n.name, std::move(n));
+    }
+    std::vector<Node> reported_nodes;
     for (const auto& nr : req.nodes) {
       Node n;
       n.cluster_id = cid;
@@ -305,15 +313,29 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
       if (req.sent_at != 0) n.facts.clock_offset_ms = req.sent_at - now;
       n.gpus = nr.gpus;
       n.updated_at = now;
-      CP_TRY(tx.upsert_node(n));
-      seen.insert(nr.name);
+      reported_nodes.push_back(std::move(n));
     }
-    if (!req.nodes.empty()) {
-      CP_ASSIGN(auto known, tx.list_nodes(cid));
-      for (const auto& n : known) {
-        if (!seen.count(n.name)) CP_TRY(tx.delete_node(cid, n.name));
+    auto drift = find_drift(reported_nodes, c->storage_mount);
+    for (auto& n : reported_nodes) {
+      n.drift = std::move(drift[n.name]);
+      auto before_it = known_nodes.find(n.name);
+      const std::vector<NodeDrift> none;
+      const auto& drift_before = before_it == known_nodes.end() ? none : before_it->second.drift;
+      if (to_json(n.drift) != to_json(drift_before)) {
+        json::object data;
+        data["cluster"] = cid;
+        data["drift"] = to_json(n.drift);
+        std::string summary;
+        for (const auto& d : n.drift) summary += (summary.empty() ? "" : "; ") + d.message;
+        CP_ASSIGN(auto eid, tx.append_event(make_event(now, actor, "node", cid + "/" + n.name, "node.drift", "", "",
+                                                      summary.empty() ? "no drift" : summary, std::move(data))));
+        (void)eid;
       }
+      CP_TRY(tx.upsert_node(n));
+      known_nodes.erase(n.name);
     }
+    // What is left was not reported: gone.
+    for (const auto& [name, n] : known_nodes) CP_TRY(tx.delete_node(cid, name));
 
     // Attempt reports.
     std::set<std::string> reported;

@@ -19,17 +19,25 @@ struct ClusterBody {
   std::string display_name;
   ExecutorKind executor = ExecutorKind::local;
   std::string storage_pool = "default";
+  std::string storage_mount;
   Labels labels;
 };
-BOOST_DESCRIBE_STRUCT(ClusterBody, (), (id, display_name, executor, storage_pool, labels))
+BOOST_DESCRIBE_STRUCT(ClusterBody, (), (id, display_name, executor, storage_pool, storage_mount, labels))
 
 struct ClusterPatch {
   std::optional<std::string> display_name;
   std::optional<std::string> storage_pool;
+  std::optional<std::string> storage_mount;
   std::optional<Labels> labels;
   std::optional<bool> draining;
 };
-BOOST_DESCRIBE_STRUCT(ClusterPatch, (), (display_name, storage_pool, labels, draining))
+BOOST_DESCRIBE_STRUCT(ClusterPatch, (), (display_name, storage_pool, storage_mount, labels, draining))
+
+// "" (not checked) or an absolute path.
+Status validate_mount(const std::string& path) {
+  if (path.empty() || (path.front() == '/' && path.find('\0') == std::string::npos && path.size() <= 4096)) return {};
+  return errors::invalid("storage_mount", "must be an absolute path, e.g. /mnt/shared", "必须是绝对路径，例如 /mnt/shared");
+}
 
 struct NodePatch {
   std::optional<Labels> labels;
@@ -55,6 +63,7 @@ Result<Cluster> ControlPlane::create_cluster(const Principal& p, const json::val
   CP_TRY(from_json(body, b, DecodeContext{"", true}));
   CP_TRY(validate_name(b.id, "id"));
   CP_TRY(validate_name(b.storage_pool, "storage_pool"));
+  CP_TRY(validate_mount(b.storage_mount));
   CP_TRY(validate_labels(b.labels, "labels"));
   Millis now = clock_.now_ms();
   Cluster c;
@@ -62,6 +71,7 @@ Result<Cluster> ControlPlane::create_cluster(const Principal& p, const json::val
   c.display_name = b.display_name.empty() ? b.id : b.display_name;
   c.executor = b.executor;
   c.storage_pool = b.storage_pool;
+  c.storage_mount = b.storage_mount;
   c.labels = b.labels;
   c.created_at = c.updated_at = now;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
@@ -100,6 +110,7 @@ Result<Cluster> ControlPlane::patch_cluster(const Principal& p, const std::strin
   CP_TRY(from_json(body, patch, DecodeContext{"", true}));
   if (patch.labels) CP_TRY(validate_labels(*patch.labels, "labels"));
   if (patch.storage_pool) CP_TRY(validate_name(*patch.storage_pool, "storage_pool"));
+  if (patch.storage_mount) CP_TRY(validate_mount(*patch.storage_mount));
   Millis now = clock_.now_ms();
   Cluster out;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
@@ -107,6 +118,7 @@ Result<Cluster> ControlPlane::patch_cluster(const Principal& p, const std::strin
     if (!c) return errors::not_found("cluster", id);
     if (patch.display_name) c->display_name = *patch.display_name;
     if (patch.storage_pool) c->storage_pool = *patch.storage_pool;
+    if (patch.storage_mount) c->storage_mount = *patch.storage_mount;
     if (patch.labels) c->labels = *patch.labels;
     if (patch.draining) {
       std::string from = boost::describe::enum_to_string(c->state, "?");

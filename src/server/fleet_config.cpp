@@ -49,10 +49,11 @@ struct ClusterSpec {
   std::string display_name;
   ExecutorKind executor = ExecutorKind::local;
   std::string storage_pool = "default";
+  std::string storage_mount;
   bool embedded_agent = true;
   std::vector<FleetNode> nodes;
 };
-BOOST_DESCRIBE_STRUCT(ClusterSpec, (), (display_name, executor, storage_pool, embedded_agent, nodes))
+BOOST_DESCRIBE_STRUCT(ClusterSpec, (), (display_name, executor, storage_pool, storage_mount, embedded_agent, nodes))
 
 struct ClusterDoc {
   std::string apiVersion;
@@ -149,6 +150,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       c.display_name = cd.spec.display_name;
       c.executor = cd.spec.executor;
       c.storage_pool = cd.spec.storage_pool;
+      c.storage_mount = cd.spec.storage_mount;
       c.embedded_agent = cd.spec.embedded_agent;
       c.nodes = cd.spec.nodes;
       for (std::size_t n = 0; n < c.nodes.size(); ++n) {
@@ -227,6 +229,7 @@ Status apply_fleet(ControlPlane& cp, const FleetConfig& fleet) {
     body["display_name"] = c.display_name;
     body["executor"] = boost::describe::enum_to_string(c.executor, "local");
     body["storage_pool"] = c.storage_pool;
+    body["storage_mount"] = c.storage_mount;
     body["labels"] = to_json(c.labels);
     CP_ASSIGN(auto created, cp.create_cluster(admin, body));
     (void)created;

@@ -36,6 +36,7 @@ struct ClusterConfig {
   std::string display_name;
   ExecutorKind executor = ExecutorKind::local;
   std::string storage_pool = "default";
+  std::string storage_mount;  // checked on every node by the preflight ("" = not)
   Labels labels;
   bool embedded_agent = true;  // `up` runs a local agent for it
   std::vector<FleetNode> nodes;

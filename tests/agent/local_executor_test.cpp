@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "agent/executors/host_probe.h"
 #include "agent/executors/supervised_process.h"
@@ -453,6 +455,26 @@ TEST(SupervisedProcess, ProcStatOfSelf) {
   EXPECT_GT(st->start_ticks, 0);
   EXPECT_TRUE(supervised_alive(static_cast<int>(::getpid()), st->start_ticks));
   EXPECT_FALSE(supervised_alive(static_cast<int>(::getpid()), st->start_ticks + 1)) << "pid reuse not detected";
+}
+
+TEST(HostProbe, MountPointsAreTheRealFilesystemsUnescapedAndSorted) {
+  auto path = std::filesystem::temp_directory_path() / ("cp-mounts-" + std::to_string(::getpid()));
+  {
+    std::ofstream out(path);
+    out << "proc /proc proc rw,nosuid 0 0\n"
+           "/dev/vda1 / ext4 rw,relatime 0 0\n"
+           "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"
+           "nfs.example:/export /mnt/shared nfs4 rw 0 0\n"
+           "tmpfs /run tmpfs rw 0 0\n"
+           "/dev/vdb /mnt/my\\040data ext4 rw 0 0\n";
+  }
+  EXPECT_EQ(real_mount_points(path.string()),
+            (std::vector<std::string>{"/", "/mnt/my data", "/mnt/shared", "/run"}));
+  std::filesystem::remove(path);
+  // This machine's own: at least the root filesystem, never /proc.
+  auto own = probe_host_facts().mounts;
+  EXPECT_NE(std::find(own.begin(), own.end(), "/"), own.end());
+  EXPECT_EQ(std::find(own.begin(), own.end(), "/proc"), own.end());
 }
 
 }  // namespace

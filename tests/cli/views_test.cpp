@@ -135,17 +135,20 @@ TEST(ClusterDetails, ShowsAgentAndLabels) {
   EXPECT_TRUE(contains(text, "Last contact:        never\n"));
 }
 
-TEST(NodesTable, GpusReadinessMaintenanceAndEffectiveLabels) {
+TEST(NodesTable, GpusReadinessMaintenanceDriftAndEffectiveLabels) {
   auto nodes = items(R"([
     {"cluster_id":"c1","name":"n1","ready":true,"maintenance":false,
      "capacity":{"cpu":"64","memory":"512Gi","gpu/nvidia-a100-80gb":"4"},
      "labels":{"zone":"a"},"effective_labels":{"zone":"b","gpu-type":"a100"}},
     {"cluster_id":"c1","name":"n2","ready":false,"not_ready_reason":"agent lost","maintenance":false,
-     "capacity":{"cpu":"8","memory":"32Gi"},"labels":{"maintenance":"true"}}])");
+     "capacity":{"cpu":"8","memory":"32Gi"},"labels":{"maintenance":"true"},
+     "drift":[{"kind":"kernel","message":"..."},{"kind":"gpus","message":"..."}]}])");
   EXPECT_EQ(nodes_table(nodes),
-            "CLUSTER   NAME   READY             MAINT   GPUS                  CPU   MEMORY   LABELS\n"
-            "c1        n1     yes               no      4x nvidia-a100-80gb   64    512Gi    zone=b,gpu-type=a100\n"
-            "c1        n2     no (agent lost)   yes     -                     8     32Gi     maintenance=true\n");
+            "CLUSTER   NAME   READY             MAINT   GPUS                  CPU   MEMORY   DRIFT          LABELS\n"
+            "c1        n1     yes               no      4x nvidia-a100-80gb   64    512Gi    -              "
+            "zone=b,gpu-type=a100\n"
+            "c1        n2     no (agent lost)   yes     -                     8     32Gi     kernel, gpus   "
+            "maintenance=true\n");
 }
 
 TEST(ResourceGroupsTable, QuotaUsedOverGuaranteed) {

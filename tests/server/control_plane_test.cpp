@@ -563,6 +563,42 @@ TEST_F(ControlPlaneTest, RetentionRemovesOldFinishedTasksWithTheirEventsLogsAndC
   EXPECT_DOUBLE_EQ(usage->at(0).at("gpu_seconds").as_double(), 3600.0);
 }
 
+TEST_F(ControlPlaneTest, PreflightDriftIsStoredOnTheNodeAndEachChangeIsOneEvent) {
+  auto [agent, cred] = connect("c1");
+  SyncRequest req;
+  req.cluster_id = "c1";
+  req.agent_instance = "instance-1";
+  req.nodes = {gpu_node("n1", 8), gpu_node("n2", 8), gpu_node("n3", 8)};
+  for (auto& n : req.nodes) n.facts.kernel = "Linux 6.1";
+  req.nodes[2].facts.kernel = "Linux 5.15";
+  req.nodes[2].gpus.pop_back();  // sees 7 of its 8
+  auto drift_events = [&] {
+    auto e = cp_->list_events(admin_, EventQuery{"node", "c1/n3", 0, 100});
+    EXPECT_TRUE(e.ok());
+    return e.ok() ? e->size() : 0u;
+  };
+  ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
+  auto nodes = cp_->list_nodes(admin_, "c1");
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 3u);
+  EXPECT_TRUE(nodes->at(0).drift.empty());
+  ASSERT_EQ(nodes->at(2).drift.size(), 2u);
+  EXPECT_EQ(nodes->at(2).drift[0].kind, "kernel");
+  EXPECT_EQ(nodes->at(2).drift[1].kind, "gpus");
+  EXPECT_EQ(drift_events(), 1u);
+  // The same report again: nothing new to say.
+  req.seq = 2;
+  ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
+  EXPECT_EQ(drift_events(), 1u);
+  // Fixed: the drift clears, and that is an event too.
+  req.seq = 3;
+  req.nodes[2] = gpu_node("n3", 8);
+  req.nodes[2].facts.kernel = "Linux 6.1";
+  ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
+  EXPECT_TRUE(cp_->list_nodes(admin_, "c1")->at(2).drift.empty());
+  EXPECT_EQ(drift_events(), 2u);
+}
+
 TEST(Retention, ExpiredTmpObjectsGoInBoundedPassesAndNothingElseDoes) {
   auto dir = std::filesystem::temp_directory_path() / ("cp-retention-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);

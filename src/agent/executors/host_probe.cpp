@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -27,7 +28,37 @@ HostFacts probe_host_facts() {
   utsname u{};
   if (::uname(&u) == 0) f.kernel = std::string(u.sysname) + " " + u.release;
   f.runtime = "process";
+  f.mounts = real_mount_points("/proc/self/mounts");
   return f;
+}
+
+std::vector<std::string> real_mount_points(const std::string& mounts_file) {
+  // Pseudo and virtual filesystems say nothing about storage.
+  static const std::set<std::string> kSkip = {"proc",    "sysfs",     "cgroup",  "cgroup2",    "devpts",
+                                              "mqueue",  "debugfs",   "tracefs", "securityfs", "pstore",
+                                              "bpf",     "configfs",  "fusectl", "hugetlbfs",  "autofs",
+                                              "binfmt_misc", "devtmpfs", "rpc_pipefs", "nsfs", "efivarfs"};
+  std::set<std::string> points;
+  std::ifstream in(mounts_file);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string device, point, type;
+    if (!(fields >> device >> point >> type) || kSkip.count(type)) continue;
+    // /proc/mounts escapes space, tab, newline and backslash as \ooo.
+    std::string unescaped;
+    for (std::size_t i = 0; i < point.size(); ++i) {
+      auto octal = [&](std::size_t k) { return k < point.size() && point[k] >= '0' && point[k] <= '7'; };
+      if (point[i] == '\\' && octal(i + 1) && octal(i + 2) && octal(i + 3)) {
+        unescaped += static_cast<char>(std::stoi(point.substr(i + 1, 3), nullptr, 8));
+        i += 3;
+      } else {
+        unescaped += point[i];
+      }
+    }
+    points.insert(unescaped);
+  }
+  return {points.begin(), points.end()};
 }
 
 std::string host_name() {

@@ -13,8 +13,12 @@
 namespace cp {
 
 // OS facts: os (PRETTY_NAME of /etc/os-release), kernel (uname), runtime
-// "process". Driver and CUDA are left for the GPU probe.
+// "process", mounts (of /proc/self/mounts). Driver and CUDA are left for the
+// GPU probe.
 HostFacts probe_host_facts();
+// The mount points of real filesystems in a mounts file (/proc/self/mounts
+// format), sorted, without proc, sysfs, cgroup and other virtual ones.
+std::vector<std::string> real_mount_points(const std::string& mounts_file);
 std::string host_name();
 std::int64_t host_cpu_millis();    // hardware threads x 1000
 std::int64_t host_memory_bytes();  // MemTotal of /proc/meminfo; 0 when unknown
