@@ -256,6 +256,13 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   bool freed = false;
   bool stale_request = false;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
+    // Store::write runs the body again after a conflict or a busy database:
+    // no order computed by a run that rolled back may reach the agent.
+    resp.start.clear();
+    resp.stop.clear();
+    resp.ack.clear();
+    freed = false;
+    stale_request = false;
     CP_ASSIGN(auto c, tx.get_cluster(cid));
     if (!c) return errors::not_found("cluster", cid);
     // An aborted long-poll may arrive after the sync that replaced it: its

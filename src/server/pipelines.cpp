@@ -80,7 +80,13 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
   pipeline.created_at = now;
   json::array task_list;
 
+  const Pipeline submitted = pipeline;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
+    // Store::write runs the body again after a conflict or a busy database:
+    // each run starts from the pipeline as submitted, and the answer names
+    // only the tasks of the run that committed.
+    pipeline = submitted;
+    task_list.clear();
     CP_ASSIGN(auto pg, tx.get_project_group(pipeline.project_group));
     if (!pg) return unknown_reference("metadata.project_group", "project group", pipeline.project_group);
     if (!p.can_submit_to(pg->name)) {

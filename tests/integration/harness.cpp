@@ -1,12 +1,16 @@
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -48,43 +52,41 @@ bool eventually(const std::function<bool()>& ready, std::chrono::milliseconds ti
   return ready();
 }
 
-Platform::Platform(std::string config, std::string data_dir)
-    : config_(std::move(config)), data_dir_(std::move(data_dir)) {
-  log_path_ = data_dir_ + "/up.log";
-}
+Process::Process(std::vector<std::string> args, std::string log_path)
+    : args_(std::move(args)), log_path_(std::move(log_path)) {}
 
-Platform::~Platform() { stop(); }
+Process::~Process() { stop(); }
 
-bool Platform::start() {
-  url_.clear();
-  std::string log = log_path_;
-  const std::size_t before = read_file(log_path_).size();
+void Process::start() {
+  if (running()) return;
+  log_offset_ = read_file(log_path_).size();
+  // Everything the child needs is built before fork().
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(CUBEPLANE_BINARY));
+  for (const auto& a : args_) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const char* log = log_path_.c_str();
   pid_ = fork();
   if (pid_ == 0) {
-    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fd, 1);
     dup2(fd, 2);
     setpgid(0, 0);
-    execl(CUBEPLANE_BINARY, CUBEPLANE_BINARY, "up", "--config", config_.c_str(), "--data-dir", data_dir_.c_str(),
-          "--listen", "127.0.0.1:0", "--log-level", "info", static_cast<char*>(nullptr));
+    execv(CUBEPLANE_BINARY, argv.data());
     _exit(127);
   }
-  return eventually(
-      [&] {
-        // Only what this start wrote: the log keeps earlier starts' lines.
-        std::string text = read_file(log_path_).substr(std::min(before, read_file(log_path_).size()));
-        auto pos = text.rfind("UI and API:  ");
-        if (pos == std::string::npos) return false;
-        auto end = text.find('\n', pos);
-        std::string u = text.substr(pos + 13, end - pos - 13);
-        if (!u.empty() && u.back() == '/') u.pop_back();
-        url_ = u;
-        return !url_.empty();
-      },
-      std::chrono::seconds(60));
 }
 
-void Platform::kill_hard() {
+bool Process::running() {
+  if (pid_ <= 0) return false;
+  if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void Process::kill_hard() {
   if (pid_ > 0) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
@@ -92,7 +94,7 @@ void Platform::kill_hard() {
   }
 }
 
-void Platform::stop() {
+void Process::stop() {
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
     bool exited = eventually([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, std::chrono::seconds(20));
@@ -104,13 +106,80 @@ void Platform::stop() {
   }
 }
 
+std::string Process::log() const { return read_file(log_path_); }
+
+std::string Process::output() const {
+  std::string text = read_file(log_path_);
+  return text.substr(std::min(log_offset_, text.size()));
+}
+
+std::optional<std::string> Process::wait_for_line(const std::string& prefix, std::chrono::milliseconds timeout) {
+  std::optional<std::string> found;
+  eventually(
+      [&] {
+        std::string text = output();
+        auto pos = text.rfind(prefix);
+        auto end = pos == std::string::npos ? pos : text.find('\n', pos);
+        if (end != std::string::npos) {
+          found = text.substr(pos + prefix.size(), end - pos - prefix.size());
+          return true;
+        }
+        return !running();
+      },
+      timeout, std::chrono::milliseconds(10));
+  return found;
+}
+
+int free_port() {
+  int low = 32768;
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  range >> low;
+  if (low <= 2048) return 0;
+  std::random_device rd;
+  std::uniform_int_distribution<int> pick(1024, low - 1);
+  for (int i = 0; i < 100; ++i) {
+    int port = pick(rd);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    if (ok) return port;
+  }
+  return 0;
+}
+
+Platform::Platform(std::string config, std::string data_dir)
+    : data_dir_(std::move(data_dir)),
+      process_({"up", "--config", std::move(config), "--data-dir", data_dir_, "--listen", "127.0.0.1:0",
+                "--log-level", "info"},
+               data_dir_ + "/up.log") {}
+
+Platform::~Platform() { stop(); }
+
+bool Platform::start() {
+  url_.clear();
+  process_.start();
+  auto u = process_.wait_for_line("UI and API:  ", std::chrono::seconds(60));
+  if (!u) return false;
+  url_ = *u;
+  if (!url_.empty() && url_.back() == '/') url_.pop_back();
+  return !url_.empty();
+}
+
+void Platform::kill_hard() { process_.kill_hard(); }
+
+void Platform::stop() { process_.stop(); }
+
 std::string Platform::admin_token() const {
   std::string t = read_file(data_dir_ + "/admin-token");
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t;
 }
 
-std::string Platform::log() const { return read_file(log_path_); }
+std::string Platform::log() const { return process_.log(); }
 
 CommandResult Platform::cli(const std::vector<std::string>& args, const std::string& token,
                             const std::string& stdin_data) const {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,39 @@ bool process_alive(pid_t pid);
 bool eventually(const std::function<bool()>& ready, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds every = std::chrono::milliseconds(50));
 
+// A long-running `cubeplane` subcommand (`up`, `server`, `agent`) in a
+// process group of its own, stdout and stderr appended to one log file that
+// keeps every run's output. Signals go to the process itself, not its group.
+class Process {
+ public:
+  Process(std::vector<std::string> args, std::string log_path);
+  ~Process();  // stop()
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  void start();      // fork + exec; a start while running is refused (no-op)
+  void kill_hard();  // SIGKILL, reaped
+  void stop();       // SIGTERM, SIGKILL after 20 s, reaped
+  bool running();    // reaps it once it has ended
+  pid_t pid() const { return pid_; }
+  std::string log() const;     // every run's output
+  std::string output() const;  // this run's output only
+  // Waits until this run's output holds `prefix`; returns the rest of that
+  // line, or nullopt when the process ended or `timeout` passed first.
+  std::optional<std::string> wait_for_line(const std::string& prefix, std::chrono::milliseconds timeout);
+
+ private:
+  std::vector<std::string> args_;
+  std::string log_path_;
+  std::size_t log_offset_ = 0;  // where this run's output starts
+  pid_t pid_ = -1;
+};
+
+// A TCP port on 127.0.0.1 that is free now and outside the kernel's
+// ephemeral range, so no client connection takes it while a server that
+// listens on it is restarted. 0 if none was found.
+int free_port();
+
 class Platform {
  public:
   // Starts `cubeplane up --config <config> --data-dir <dir> --listen 127.0.0.1:0`.
@@ -37,7 +71,7 @@ class Platform {
   bool start();         // waits for the URL line; false on timeout
   void kill_hard();     // SIGKILL
   void stop();          // SIGTERM and wait
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_.pid(); }
   const std::string& url() const { return url_; }
   std::string admin_token() const;
   std::string log() const;
@@ -49,10 +83,8 @@ class Platform {
   boost::json::value cli_json(const std::vector<std::string>& args, const std::string& token) const;
 
  private:
-  std::string config_;
   std::string data_dir_;
-  std::string log_path_;
-  pid_t pid_ = -1;
+  Process process_;
   std::string url_;
 };
 
