@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <iterator>
 
 #include <boost/describe/enum.hpp>
 #include <boost/mp11/algorithm.hpp>
@@ -92,8 +94,11 @@ Result<TaskListPlan> plan_task_list(const TaskQuery& q, const Dialect& d) {
   std::vector<std::string> states;
   for (TaskState s : q.states) states.emplace_back(enum_name(s));
 
-  auto select = [&](const std::vector<std::string>* in_groups, const std::vector<std::string>& in_states) {
-    Statement s{"SELECT doc FROM tasks WHERE 1 = 1", {}};
+  // One walk: the rows of one index range, newest first, one more than a
+  // page (that one tells whether there is a next page).
+  std::vector<Statement> walks;
+  auto walk = [&](const std::vector<std::string>* in_groups, const std::vector<std::string>& in_states) {
+    Statement s{"FROM tasks WHERE 1 = 1", {}};
     auto equals = [&](std::string_view column, const std::string& value) {
       if (value.empty()) return;
       s.text += " AND ";
@@ -122,29 +127,53 @@ Result<TaskListPlan> plan_task_list(const TaskQuery& q, const Dialect& d) {
       s.args.emplace_back(after->created_at);
       s.args.emplace_back(after->id);
     }
-    // One row more than asked tells whether there is a next page.
     s.text += " ORDER BY created_at DESC, id";
     s.text += d.bytewise;
     s.text += " DESC LIMIT ?";
     s.args.emplace_back(std::int64_t{plan.limit} + 1);
-    plan.selects.push_back(std::move(s));
+    walks.push_back(std::move(s));
   };
 
   const std::size_t group_count = groups ? groups->size() : 1;
   const std::size_t state_count = std::max<std::size_t>(1, states.size());
   if (group_count * state_count == 1 || group_count * state_count > kMaxSplit) {
-    select(groups ? &*groups : nullptr, states);
+    walk(groups ? &*groups : nullptr, states);
+  } else {
+    std::vector<std::string> one_group(1);
+    for (std::size_t g = 0; g < group_count; ++g) {
+      if (groups) one_group[0] = (*groups)[g];
+      if (states.empty()) {
+        walk(groups ? &one_group : nullptr, {});
+        continue;
+      }
+      for (const auto& state : states) walk(groups ? &one_group : nullptr, {state});
+    }
+  }
+  if (walks.size() == 1) {
+    walks.front().text.insert(0, "SELECT doc ");
+    plan.selects.push_back(std::move(walks.front()));
     return plan;
   }
-  std::vector<std::string> one_group(1);
-  for (std::size_t g = 0; g < group_count; ++g) {
-    if (groups) one_group[0] = (*groups)[g];
-    if (states.empty()) {
-      select(groups ? &one_group : nullptr, {});
-      continue;
-    }
-    for (const auto& state : states) select(groups ? &one_group : nullptr, {state});
+  // Several walks: one statement. Each walk reads only (created_at, id),
+  // which its index holds, so it never touches the table; the page's
+  // newest ids across the walks are picked in SQL, and only their documents
+  // are read and sent. Sending every walk's documents instead (up to one
+  // page per walk, 9 pages for a member with 3 groups and 3 states) cost a
+  // round trip per walk and most of the time in decoding rows that were
+  // then dropped.
+  Statement s{"SELECT doc FROM tasks WHERE id IN (SELECT id FROM (", {}};
+  for (std::size_t i = 0; i < walks.size(); ++i) {
+    if (i > 0) s.text += " UNION ALL ";
+    s.text += "SELECT created_at, id FROM (SELECT created_at, id ";
+    s.text += walks[i].text;
+    s.text += ") AS w" + std::to_string(i);
+    std::move(walks[i].args.begin(), walks[i].args.end(), std::back_inserter(s.args));
   }
+  s.text += ") AS u ORDER BY created_at DESC, id";
+  s.text += d.bytewise;
+  s.text += " DESC LIMIT ?)";
+  s.args.emplace_back(std::int64_t{plan.limit} + 1);
+  plan.selects.push_back(std::move(s));
   return plan;
 }
 
@@ -187,16 +216,40 @@ Statement active_attempts(const std::string& cluster_id, const Dialect& d) {
   return s;
 }
 
-Statement add_usage(const UsageRow& r) {
-  // INSERT ... ON CONFLICT DO UPDATE: SQLite 3.24+ and PostgreSQL 9.5+.
-  return {"INSERT INTO usage_daily (day, project_group, resource_group, cluster_id, user_name, gpu_type, outcome, "
-          "attempts, gpu_ms, cpu_core_ms, memory_mib_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-          "ON CONFLICT (day, project_group, resource_group, cluster_id, user_name, gpu_type, outcome) DO UPDATE SET "
-          "attempts = usage_daily.attempts + excluded.attempts, gpu_ms = usage_daily.gpu_ms + excluded.gpu_ms, "
-          "cpu_core_ms = usage_daily.cpu_core_ms + excluded.cpu_core_ms, "
-          "memory_mib_s = usage_daily.memory_mib_s + excluded.memory_mib_s",
-          {r.day, r.project_group, r.resource_group, r.cluster, r.user, r.gpu_type, r.outcome, r.attempts, r.gpu_ms,
+Millis month_of(Millis t) {
+  using namespace std::chrono;
+  const year_month_day ymd{floor<days>(sys_time<milliseconds>(milliseconds(t)))};
+  return duration_cast<milliseconds>(sys_days{ymd.year() / ymd.month() / 1}.time_since_epoch()).count();
+}
+
+namespace {
+
+Millis next_month(Millis month) {
+  using namespace std::chrono;
+  const year_month_day ymd{floor<days>(sys_time<milliseconds>(milliseconds(month)))};
+  const year_month next = year_month{ymd.year(), ymd.month()} + months(1);
+  return duration_cast<milliseconds>(sys_days{next / 1}.time_since_epoch()).count();
+}
+
+// INSERT ... ON CONFLICT DO UPDATE: SQLite 3.24+ and PostgreSQL 9.5+.
+Statement upsert_usage(std::string_view table, std::string_view period_column, Millis period, const UsageRow& r) {
+  std::string t(table);
+  return {"INSERT INTO " + t + " (" + std::string(period_column) +
+              ", project_group, resource_group, cluster_id, user_name, gpu_type, outcome, "
+              "attempts, gpu_ms, cpu_core_ms, memory_mib_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+              "ON CONFLICT (" + std::string(period_column) +
+              ", project_group, resource_group, cluster_id, user_name, gpu_type, outcome) DO UPDATE SET "
+              "attempts = " + t + ".attempts + excluded.attempts, gpu_ms = " + t + ".gpu_ms + excluded.gpu_ms, "
+              "cpu_core_ms = " + t + ".cpu_core_ms + excluded.cpu_core_ms, "
+              "memory_mib_s = " + t + ".memory_mib_s + excluded.memory_mib_s",
+          {period, r.project_group, r.resource_group, r.cluster, r.user, r.gpu_type, r.outcome, r.attempts, r.gpu_ms,
            r.cpu_core_ms, r.memory_mib_s}};
+}
+
+}  // namespace
+
+std::vector<Statement> add_usage(const UsageRow& r) {
+  return {upsert_usage("usage_daily", "day", r.day, r), upsert_usage("usage_monthly", "month", month_of(r.day), r)};
 }
 
 Result<Statement> usage_totals(const UsageQuery& q, const Dialect& d) {
@@ -208,24 +261,55 @@ Result<Statement> usage_totals(const UsageQuery& q, const Dialect& d) {
     }
     if (std::find(columns.begin(), columns.end(), c) == columns.end()) columns.push_back(c);
   }
-  Statement s{"SELECT ", {}};
-  std::string group, order;
+  std::string select, group, order;
+  bool by_day = false;
   for (const auto* c : columns) {
-    s.text += c->column;
-    s.text += ", ";
+    select += c->column;
+    select += ", ";
     group += group.empty() ? " GROUP BY " : ", ";
     group += c->column;
     order += order.empty() ? " ORDER BY " : ", ";
     order += c->column;
     if (c->name != "day") order += d.bytewise;
+    else by_day = true;
   }
   // SUM of BIGINT is NUMERIC in PostgreSQL; the cast keeps one row type.
-  s.text +=
+  const std::string sums =
       "CAST(SUM(attempts) AS BIGINT), CAST(SUM(gpu_ms) AS BIGINT), CAST(SUM(cpu_core_ms) AS BIGINT), "
-      "CAST(SUM(memory_mib_s) AS BIGINT) FROM usage_daily WHERE day >= ? AND day < ?";
-  s.args = {q.from_day, q.to_day};
-  s.text += group;
-  s.text += order;
+      "CAST(SUM(memory_mib_s) AS BIGINT)";
+  // The whole months inside [from_day, to_day) come from usage_monthly, a
+  // row per month instead of one per day; the days before the first and
+  // after the last whole month from usage_daily. Grouped by day, it is all
+  // usage_daily.
+  const Millis first_month = month_of(q.from_day) == q.from_day ? q.from_day : next_month(month_of(q.from_day));
+  const Millis end_month = month_of(q.to_day);
+  if (by_day || first_month >= end_month) {
+    Statement s{"SELECT " + select + sums + " FROM usage_daily WHERE day >= ? AND day < ?" + group + order,
+                {q.from_day, q.to_day}};
+    return s;
+  }
+  const std::string parts = select + "attempts, gpu_ms, cpu_core_ms, memory_mib_s";
+  // One month as an equality, so that an index on (month, ...) hands its
+  // rows over in the order of the next columns.
+  Statement s{"SELECT " + select + sums + " FROM (SELECT " + parts + " FROM usage_monthly WHERE ", {}};
+  if (next_month(first_month) == end_month) {
+    s.text += "month = ?";
+    s.args = {first_month};
+  } else {
+    s.text += "month >= ? AND month < ?";
+    s.args = {first_month, end_month};
+  }
+  if (q.from_day < first_month) {
+    s.text += " UNION ALL SELECT " + parts + " FROM usage_daily WHERE day >= ? AND day < ?";
+    s.args.emplace_back(q.from_day);
+    s.args.emplace_back(first_month);
+  }
+  if (end_month < q.to_day) {
+    s.text += " UNION ALL SELECT " + parts + " FROM usage_daily WHERE day >= ? AND day < ?";
+    s.args.emplace_back(end_month);
+    s.args.emplace_back(q.to_day);
+  }
+  s.text += ") AS u" + group + order;
   return s;
 }
 

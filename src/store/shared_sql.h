@@ -30,12 +30,13 @@ struct Dialect {
 
 inline constexpr std::size_t kMaxPageSize = 1000;
 
-// list_tasks, planned as one or more SELECTs of `doc`, each already ordered
-// (created_at, id) descending and limited. A query that names several
-// project groups or states is split into one SELECT per combination, so that
-// each walks an index range of (project_group, state, created_at, id) and
-// stops after a page, instead of sorting every matching task; merge_task_page
-// puts the parts together.
+// list_tasks, planned as SELECTs of `doc` (today always one) whose rows
+// merge_task_page orders and cuts to a page. A query that names several
+// project groups or states is split into one walk per combination, so that
+// each reads an index range of (project_group, state, created_at, id)
+// backwards and stops after a page, instead of sorting every matching task;
+// the walks read only (created_at, id) from their indices, and one outer
+// SELECT reads the documents of the page's newest ids among them.
 struct TaskListPlan {
   std::vector<Statement> selects;  // empty: nothing can match
   int limit = 100;
@@ -49,9 +50,14 @@ Statement tasks_in_states(const std::set<TaskState>& states, const Dialect& d);
 // Attempts in a state that is not terminal, of one cluster or ("") all.
 Statement active_attempts(const std::string& cluster_id, const Dialect& d);
 
-// The ledger: one upsert per row, and the grouped sums.
-Statement add_usage(const UsageRow& row);
+// The ledger. A row is added to its day in usage_daily and to its month in
+// usage_monthly (two upserts, in the caller's transaction); the grouped sums
+// read whole months from usage_monthly and the days around them from
+// usage_daily.
+std::vector<Statement> add_usage(const UsageRow& row);
 Result<Statement> usage_totals(const UsageQuery& q, const Dialect& d);
+// 00:00 UTC of the first day of the month holding t.
+Millis month_of(Millis t);
 // The group columns of a usage_totals result, in order, for decoding: the
 // sums follow them (attempts, gpu_ms, cpu_core_ms, memory_mib_s).
 std::vector<std::string> usage_result_columns(const UsageQuery& q);

@@ -1,6 +1,7 @@
 // Conformance: the task list split over project groups and states, the usage
 // ledger, and retention.
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "store_conformance.h"
@@ -115,6 +116,53 @@ TEST_P(StoreTest, UsageRowsOfTheSameKeyAddUpAndGroupByAnyColumn) {
   EXPECT_EQ(rows[0].gpu_ms, 8531);
 
   EXPECT_EQ(read_error([&](Tx& tx) { return tx.usage_totals({kT0, kT0 + kDay, {"planet"}}); }).status, 400);
+}
+
+TEST_P(StoreTest, UsageOverWholeMonthsAndTheDaysAroundThemSumsAsTheDaysDo) {
+  // Whole months are read from a monthly rollup and the days around them
+  // from the daily rows; every kind of range must give what adding the days
+  // gives. Days from 2025-12-20 to 2026-04-10, a row every 2 days, in two
+  // groups, added in two transactions.
+  constexpr Millis kDay = 86'400'000;
+  const Millis first = kT0 - 12 * kDay;
+  std::vector<UsageRow> rows;
+  for (int d = 0; d < 111; d += 2) {
+    rows.push_back(usage_row(first + d * kDay, d % 3 ? "pg-a" : "pg-b", "c1", 1000 + d));
+  }
+  write([&](Tx& tx) { return tx.add_usage(std::vector<UsageRow>(rows.begin(), rows.begin() + 30)); });
+  write([&](Tx& tx) { return tx.add_usage(std::vector<UsageRow>(rows.begin() + 30, rows.end())); });
+  const Millis jan = kT0, feb = kT0 + 31 * kDay, mar = feb + 28 * kDay, apr = mar + 31 * kDay;
+  const std::vector<std::pair<Millis, Millis>> ranges = {
+      {jan, feb},                    // one whole month
+      {jan, apr},                    // three
+      {first, apr + 10 * kDay},      // days before, three months, days after
+      {jan + 5 * kDay, mar + kDay},  // days, February, a day
+      {feb + 3 * kDay, feb + 20 * kDay},  // inside one month
+      {first, jan},                  // the days of December only
+      {jan - kDay, feb},             // a day, then January
+  };
+  for (const auto& [from, to] : ranges) {
+    std::map<std::string, std::int64_t> want_gpu, want_attempts;
+    for (const auto& r : rows) {
+      if (r.day < from || r.day >= to) continue;
+      want_gpu[r.project_group] += r.gpu_ms;
+      want_attempts[r.project_group] += r.attempts;
+    }
+    auto got = read([&](Tx& tx) { return tx.usage_totals({from, to, {"project_group"}}); });
+    std::map<std::string, std::int64_t> got_gpu, got_attempts;
+    for (const auto& r : got) {
+      got_gpu[r.project_group] = r.gpu_ms;
+      got_attempts[r.project_group] = r.attempts;
+    }
+    EXPECT_EQ(got_gpu, want_gpu) << "range [" << from << ", " << to << ")";
+    EXPECT_EQ(got_attempts, want_attempts) << "range [" << from << ", " << to << ")";
+    // Grouped by day as well: the same totals, from the daily rows alone.
+    auto by_day = read([&](Tx& tx) { return tx.usage_totals({from, to, {"day"}}); });
+    std::int64_t day_total = 0, want_total = 0;
+    for (const auto& r : by_day) day_total += r.gpu_ms;
+    for (const auto& [group, gpu] : want_gpu) want_total += gpu;
+    EXPECT_EQ(day_total, want_total) << "range [" << from << ", " << to << ")";
+  }
 }
 
 TEST_P(StoreTest, DeleteEventsBeforeRemovesTheOldestInBatches) {

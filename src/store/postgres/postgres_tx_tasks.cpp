@@ -156,8 +156,7 @@ Result<std::vector<Event>> PostgresTx::list_events(const EventQuery& q) {
 
 Status PostgresTx::add_usage(const std::vector<UsageRow>& rows) {
   for (const auto& r : rows) {
-    auto upsert = sql::add_usage(r);
-    CP_TRY(exec(upsert.text, upsert.args));
+    for (const auto& upsert : sql::add_usage(r)) CP_TRY(exec(upsert.text, upsert.args));
   }
   return {};
 }

@@ -143,8 +143,7 @@ Result<std::vector<Event>> SqliteTx::list_events(const EventQuery& q) {
 
 Status SqliteTx::add_usage(const std::vector<UsageRow>& rows) {
   for (const auto& r : rows) {
-    auto upsert = sql::add_usage(r);
-    CP_TRY(exec(upsert.text, upsert.args));
+    for (const auto& upsert : sql::add_usage(r)) CP_TRY(exec(upsert.text, upsert.args));
   }
   return {};
 }
