@@ -32,6 +32,8 @@ fi
 
 echo "== release tests"
 ctest --test-dir build/release --output-on-failure -j "$jobs" --timeout 600 "${filter[@]}"
+echo "== web UI tests"
+scripts/test-web.sh
 
 echo "== sanitizer build (ASan + UBSan, -Werror)"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCUBEPLANE_SANITIZE=ON -DCUBEPLANE_WERROR=ON \

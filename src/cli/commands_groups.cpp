@@ -38,10 +38,17 @@ Result<std::vector<Applicable>> read_applicable(const std::vector<json::value>& 
       return Error{"invalid_document", 400, where + ": a Pipeline is submitted with `cubeplane submit -f FILE`",
                    where_zh + "：Pipeline 需用 `cubeplane submit -f FILE` 提交", {}};
     }
+    if (kind == "PriceTable") {
+      // One table, replaced whole; the server checks its name.
+      out.push_back({kind, str_at(doc, "metadata.name"), "/api/v1/price-table", doc});
+      continue;
+    }
     if (collection.empty()) {
       return Error{"invalid_document", 400,
-                   where + ": unknown kind \"" + kind + "\" (one of: ResourceGroup, ProjectGroup, PriorityClass)",
-                   where_zh + "：未知的 kind \"" + kind + "\"（可选：ResourceGroup、ProjectGroup、PriorityClass）", {}};
+                   where + ": unknown kind \"" + kind +
+                       "\" (one of: ResourceGroup, ProjectGroup, PriorityClass, PriceTable)",
+                   where_zh + "：未知的 kind \"" + kind + "\"（可选：ResourceGroup、ProjectGroup、PriorityClass、PriceTable）",
+                   {}};
     }
     std::string name = str_at(doc, "metadata.name");
     if (name.empty()) {
@@ -156,7 +163,7 @@ void register_group_commands(CLI::App& app, ClientContext& ctx) {
   add_group_verbs(app, ctx,
                   {"priority-classes", "PriorityClass", "priority class", "priority classes", false,
                    [](const json::array& items, Millis) { return priority_classes_table(items); }});
-  add_apply(app, ctx, "resource groups, project groups and priority classes");
+  add_apply(app, ctx, "resource groups, project groups, priority classes and the price table");
 }
 
 }  // namespace cp::cli

@@ -1,4 +1,4 @@
-// usage, events, version
+// usage, events, alerts, prices, audit, version
 #include <memory>
 #include <sstream>
 
@@ -96,6 +96,68 @@ void add_events(CLI::App& app, ClientContext& ctx) {
   });
 }
 
+struct AlertsOptions {
+  std::string state;
+  int limit = 0;
+  bool all = false;
+};
+
+void add_alerts(CLI::App& app, ClientContext& ctx) {
+  auto* alerts = app.add_subcommand("alerts", "Alerts: quota watermarks, offline clusters, queues, budgets");
+  alerts->require_subcommand(1);
+  auto* sub = alerts->add_subcommand("ls", "List alerts, newest first (one page unless --all)");
+  auto o = std::make_shared<AlertsOptions>();
+  sub->add_option("--state", o->state, "pending, firing or resolved; several separated by commas");
+  sub->add_option("--limit", o->limit, "Alerts per page (server default when 0)")->check(CLI::Range(0, 1000));
+  sub->add_flag("--all", o->all, "Follow next_cursor and list every page");
+  on_run(sub, ctx, [&ctx, o] {
+    Query q{{"state", o->state}, {"limit", o->limit > 0 ? std::to_string(o->limit) : ""}};
+    return print_list(ctx, "/api/v1/alerts", std::move(q), o->all,
+                      [&ctx](const json::array& items) { return alerts_table(items, ctx.clock->now_ms()); });
+  });
+}
+
+struct AuditOptions {
+  std::string user, from, to;
+  int limit = 0;
+  bool all = false;
+};
+
+void add_audit(CLI::App& app, ClientContext& ctx) {
+  auto* audit = app.add_subcommand("audit", "The audit log: who changed what, when, from where (admins)");
+  audit->require_subcommand(1);
+  auto* sub = audit->add_subcommand("ls", "List changes, newest first (one page unless --all)");
+  auto o = std::make_shared<AuditOptions>();
+  sub->add_option("--user", o->user, "Only changes by this user");
+  sub->add_option("--from", o->from, "Start: a date, an RFC 3339 time or ms since the epoch");
+  sub->add_option("--to", o->to, "End (exclusive), in the same forms");
+  sub->add_option("--limit", o->limit, "Entries per page (server default when 0)")->check(CLI::Range(0, 1000));
+  sub->add_flag("--all", o->all, "Follow next_cursor and list every page");
+  on_run(sub, ctx, [&ctx, o] {
+    for (const auto* arg : {&o->from, &o->to}) {
+      if (!arg->empty() && !is_valid_time_arg(*arg)) {
+        return usage_error(ctx, "\"" + *arg + "\" is not a date (2026-01-31), an RFC 3339 time or ms since the epoch",
+                           "\"" + *arg + "\" 不是日期（2026-01-31）、RFC 3339 时间或毫秒时间戳");
+      }
+    }
+    Query q{{"user", o->user}, {"from", o->from}, {"to", o->to},
+            {"limit", o->limit > 0 ? std::to_string(o->limit) : ""}};
+    return print_list(ctx, "/api/v1/audit", std::move(q), o->all,
+                      [](const json::array& items) { return audit_table(items); });
+  });
+}
+
+void add_prices(CLI::App& app, ClientContext& ctx) {
+  auto* sub = app.add_subcommand("prices", "The price table (change it with `cubeplane apply -f prices.yaml`)");
+  on_run(sub, ctx, [&ctx] {
+    auto api = connect(ctx);
+    if (!api) return fail(ctx, api.error());
+    auto table = (*api)->get("/api/v1/price-table", {});
+    if (!table) return fail(ctx, table.error());
+    return print(ctx, *table, [](const json::value& v) { return prices_table(v); });
+  });
+}
+
 void add_version(CLI::App& app, ClientContext& ctx) {
   auto* sub = app.add_subcommand("version", "Print the client version");
   on_run(sub, ctx, [&ctx] {
@@ -109,6 +171,9 @@ void add_version(CLI::App& app, ClientContext& ctx) {
 void register_report_commands(CLI::App& app, ClientContext& ctx) {
   add_usage(app, ctx);
   add_events(app, ctx);
+  add_alerts(app, ctx);
+  add_prices(app, ctx);
+  add_audit(app, ctx);
   add_version(app, ctx);
 }
 

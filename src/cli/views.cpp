@@ -369,8 +369,9 @@ std::string events_table(const json::array& events) {
 }
 
 std::string usage_table(const json::array& rows) {
-  static constexpr std::array<std::string_view, 5> kMetrics = {"gpu_seconds", "gpu_hours", "cpu_core_seconds",
-                                                               "memory_gib_seconds", "attempts"};
+  static constexpr std::array<std::string_view, 8> kMetrics = {
+      "gpu_seconds", "gpu_hours", "cpu_core_seconds", "memory_gib_seconds", "attempts", "cost_cents", "cost",
+      "currency"};
   static constexpr std::array<std::string_view, 4> kKnownKeys = {"project_group", "resource_group", "cluster",
                                                                  "gpu_type"};
   // Group keys in the order of --by's documentation, then any others by name.
@@ -393,6 +394,9 @@ std::string usage_table(const json::array& rows) {
   std::vector<std::string> headers;
   for (const auto& k : keys) headers.push_back(upper_header(k));
   for (auto h : {"GPU HOURS", "CPU CORE HOURS", "MEMORY GIB HOURS", "ATTEMPTS"}) headers.emplace_back(h);
+  const bool priced =
+      std::any_of(rows.begin(), rows.end(), [](const json::value& r) { return member(r, "cost_cents") != nullptr; });
+  if (priced) headers.emplace_back("COST");
   Table t(std::move(headers));
   for (const auto& row : rows) {
     std::vector<std::string> cells;
@@ -401,8 +405,72 @@ std::string usage_table(const json::array& rows) {
     cells.push_back(seconds_as_hours(int_at(row, "cpu_core_seconds")));
     cells.push_back(seconds_as_hours(int_at(row, "memory_gib_seconds")));
     cells.push_back(std::to_string(int_at(row, "attempts")));
+    if (priced) {
+      const std::int64_t c = int_at(row, "cost_cents");
+      char amount[48];
+      std::snprintf(amount, sizeof amount, "%lld.%02lld %s", static_cast<long long>(c / 100),
+                    static_cast<long long>(c % 100), str_at(row, "currency").c_str());
+      cells.emplace_back(amount);
+    }
     t.add_row(std::move(cells));
   }
+  return t.render();
+}
+
+std::string alerts_table(const json::array& alerts, Millis now) {
+  Table t({"STATE", "SEVERITY", "RULE", "ABOUT", "SINCE", "SUMMARY", "DELIVERY"});
+  for (const auto& a : alerts) {
+    std::string about;
+    if (const json::value* labels = member(a, "labels"); labels != nullptr && labels->is_object()) {
+      for (const auto& kv : labels->get_object()) {
+        if (!kv.value().is_string()) continue;
+        about += (about.empty() ? "" : ",") + std::string(kv.key()) + "=" + std::string(kv.value().get_string());
+      }
+    }
+    const std::string state = str_at(a, "state");
+    Millis since = millis_at(a, state == "resolved" ? "resolved_at" : state == "firing" ? "firing_at" : "started_at");
+    // The worst delivery: failed, then pending, then ok.
+    std::string delivery = "-";
+    int worst = -1;
+    if (const json::value* ds = member(a, "deliveries"); ds != nullptr && ds->is_array()) {
+      for (const auto& d : ds->get_array()) {
+        const std::string st = str_at(d, "state");
+        const int rank = st == "failed" ? 2 : st == "pending" ? 1 : 0;
+        if (rank <= worst) continue;
+        worst = rank;
+        delivery = st + " " + str_at(d, "notify");
+        if (std::string err = str_at(d, "last_error"); !err.empty() && st != "ok") {
+          delivery += " (" + std::to_string(int_at(d, "attempts")) + " tries: " + err + ")";
+        }
+      }
+    }
+    t.add_row({or_dash(state), or_dash(str_at(a, "severity")), or_dash(str_at(a, "rule")), or_dash(about),
+               format_age(now, since), truncate(str_at(a, "summary"), kMessageWidth), truncate(delivery, 48)});
+  }
+  return t.render();
+}
+
+std::string audit_table(const json::array& entries) {
+  Table t({"TIME", "USER", "FROM", "REQUEST", "STATUS", "ERROR"});
+  for (const auto& e : entries) {
+    t.add_row({format_time_short(millis_at(e, "at")), or_dash(str_at(e, "user")), or_dash(str_at(e, "remote_addr")),
+               truncate(str_at(e, "method") + " " + str_at(e, "path"), kMessageWidth), std::to_string(int_at(e, "status")),
+               or_dash(truncate(str_at(e, "error"), kMessageWidth))});
+  }
+  return t.render();
+}
+
+std::string prices_table(const json::value& document) {
+  const std::string currency = str_at(document, "spec.currency");
+  Table t({"RESOURCE", "PER HOUR (" + (currency.empty() ? std::string("-") : currency) + ")", "UNIT", "FROM"});
+  if (const json::value* prices = member_path(document, "spec.prices"); prices != nullptr && prices->is_array()) {
+    for (const auto& p : prices->get_array()) {
+      const std::string r = str_at(p, "resource");
+      const char* unit = r == "cpu" ? "core-hour" : r == "memory" ? "GiB-hour" : "GPU-hour";
+      t.add_row({r, str_at(p, "per_hour"), unit, str_at(p, "from")});
+    }
+  }
+  if (t.rows() == 0) return "no prices: usage reports carry no cost (cubeplane apply -f prices.yaml)\n";
   return t.render();
 }
 

@@ -40,6 +40,13 @@ std::string users_table(const json::array& users, Millis now);
 std::string events_table(const json::array& events);
 // The group_by keys present, then GPU HOURS, CPU CORE HOURS, MEMORY GIB HOURS, ATTEMPTS.
 std::string usage_table(const json::array& rows);
+// Alerts: state, severity, rule, what it is about, since when, summary, and
+// how its latest notification went.
+std::string alerts_table(const json::array& alerts, Millis now);
+// The price table document: resource, price an hour, from, in its currency.
+std::string prices_table(const json::value& document);
+// The audit log: time, user, address, request, status, and the error of a refusal.
+std::string audit_table(const json::array& entries);
 
 // A one-time secret (bootstrap token, API token): the token and when it expires.
 std::string secret_text(const json::value& answer, std::string_view lang);

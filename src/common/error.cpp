@@ -2,15 +2,15 @@
 
 namespace cp {
 
-const std::string& Error::message_for(std::string_view accept_language) const {
+bool prefers_chinese(std::string_view accept_language) {
   // Accept-Language: "zh-CN,zh;q=0.9,en;q=0.8" -> the first listed language wins.
   auto first = accept_language.substr(0, accept_language.find_first_of(",;"));
   while (!first.empty() && first.front() == ' ') first.remove_prefix(1);
-  if (first.size() >= 2 && (first[0] == 'z' || first[0] == 'Z') && (first[1] == 'h' || first[1] == 'H') &&
-      !message_zh.empty()) {
-    return message_zh;
-  }
-  return message;
+  return first.size() >= 2 && (first[0] == 'z' || first[0] == 'Z') && (first[1] == 'h' || first[1] == 'H');
+}
+
+const std::string& Error::message_for(std::string_view accept_language) const {
+  return prefers_chinese(accept_language) && !message_zh.empty() ? message_zh : message;
 }
 
 namespace errors {

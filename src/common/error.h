@@ -19,6 +19,9 @@ struct Error {
   std::string to_string() const { return code + ": " + message; }
 };
 
+// Whether the first language of an Accept-Language header is Chinese.
+bool prefers_chinese(std::string_view accept_language);
+
 // Constructors for the common cases; each takes both languages so that no
 // message reaches a user in one language only.
 namespace errors {

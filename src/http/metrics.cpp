@@ -64,6 +64,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                      .Name("cubeplane_cluster_up")
                      .Help("1 for the state each cluster is in, 0 for the others")
                      .Register(*registry_);
+  alerts_ = &prometheus::BuildGauge()
+                 .Name("cubeplane_alerts")
+                 .Help("Alerts pending or firing, by rule, severity and state")
+                 .Register(*registry_);
+  alert_deliveries_ = &prometheus::BuildGauge()
+                           .Name("cubeplane_alert_deliveries")
+                           .Help("Notifications of open alerts still to deliver (pending) or given up (failed)")
+                           .Register(*registry_);
 }
 
 Metrics::~Metrics() = default;
@@ -94,7 +102,13 @@ void Metrics::set_gauges(prometheus::Family<prometheus::Gauge>& family, std::map
 }
 
 void Metrics::update_domain(const MetricsSnapshot& s) {
-  std::map<Key, double> queue, used, limit, tasks, clusters;
+  std::map<Key, double> queue, used, limit, tasks, clusters, alerts, deliveries;
+  for (const auto& [k, n] : s.alerts) {
+    alerts[{{"rule", std::get<0>(k)}, {"severity", std::get<1>(k)}, {"state", std::get<2>(k)}}] =
+        static_cast<double>(n);
+  }
+  deliveries[{{"state", "pending"}}] = static_cast<double>(s.alert_deliveries_pending);
+  deliveries[{{"state", "failed"}}] = static_cast<double>(s.alert_deliveries_failed);
   for (const auto& [rg, n] : s.queued_by_group) queue[{{"resource_group", rg}}] = static_cast<double>(n);
   for (const auto& [k, v] : s.quota) {
     Key key{{"resource_group", k.first}, {"resource", k.second}};
@@ -114,6 +128,8 @@ void Metrics::update_domain(const MetricsSnapshot& s) {
   set_gauges(*quota_limit_, live_limit_, limit);
   set_gauges(*tasks_, live_tasks_, tasks);
   set_gauges(*cluster_up_, live_cluster_, clusters);
+  set_gauges(*alerts_, live_alerts_, alerts);
+  set_gauges(*alert_deliveries_, live_deliveries_, deliveries);
 }
 
 std::string Metrics::serialize() const {

@@ -64,9 +64,12 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* quota_limit_;
   prometheus::Family<prometheus::Gauge>* tasks_;
   prometheus::Family<prometheus::Gauge>* cluster_up_;
+  prometheus::Family<prometheus::Gauge>* alerts_;
+  prometheus::Family<prometheus::Gauge>* alert_deliveries_;
 
   std::mutex domain_mu_;  // one update_domain at a time; guards the live maps
-  std::map<Key, prometheus::Gauge*> live_queue_, live_used_, live_limit_, live_tasks_, live_cluster_;
+  std::map<Key, prometheus::Gauge*> live_queue_, live_used_, live_limit_, live_tasks_, live_cluster_, live_alerts_,
+      live_deliveries_;
 };
 
 }  // namespace cp::http

@@ -1,5 +1,7 @@
 #include "http/router.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <exception>
 #include <set>
@@ -139,9 +141,29 @@ Response Router::handle(Request& req) const {
     const auto& s = best->segments[i];
     if (is_param(s)) req.params[s.substr(1, s.size() - 2)] = segs[i];
   }
+  // A change by a user is audited: the object as a GET of the same path
+  // showed it just before (for PUT, PATCH and DELETE), and the answer.
+  const bool audited = audit_ && (method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE") &&
+                       (best->doc.auth == AuthKind::user || best->doc.auth == AuthKind::admin);
+  std::optional<Response> before;
+  if (audited && method != "POST") {
+    for (const auto& r : routes_) {
+      if (r.method != "GET" || r.pattern != best->pattern) continue;
+      Request get = req;
+      get.method = "GET";
+      get.body.clear();
+      get.query.clear();
+      Response b;
+      if (guarded(get, r.pattern, [&] { b = r.handler(get); }).ok() && !b.stream && !b.deferred) before = std::move(b);
+    }
+  }
   Response resp;
   Status st = guarded(req, best->pattern, [&] { resp = best->handler(req); });
-  if (!st.ok()) return error_response(st.error(), req);
+  if (!st.ok()) resp = error_response(st.error(), req);
+  if (audited) {
+    Status a = guarded(req, "audit", [&] { audit_(req, before, resp); });
+    if (!a.ok()) spdlog::error("audit of {} {} failed: {}", req.method, req.path, a.error().to_string());
+  }
   return resp;
 }
 

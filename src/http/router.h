@@ -66,6 +66,11 @@ class Router {
   // programming errors in the route table.
   void add(std::string method, std::string pattern, RouteDoc doc, Handler handler);
   void set_fallback(Fallback fallback) { fallback_ = std::move(fallback); }
+  // Called after every POST, PUT, PATCH or DELETE of a user or admin route
+  // with what a GET of the same path answered just before (PUT, PATCH and
+  // DELETE, where the path has a GET) and the answer given.
+  using AuditFn = std::function<void(const Request&, const std::optional<Response>& before, const Response& answer)>;
+  void set_audit(AuditFn fn) { audit_ = std::move(fn); }
 
   // Routes the request, sets req.params and req.route, runs the handler.
   // A handler that throws answers 500 (the exception is logged).
@@ -76,6 +81,7 @@ class Router {
  private:
   std::vector<Route> routes_;
   Fallback fallback_;
+  AuditFn audit_;
 };
 
 }  // namespace cp::http

@@ -13,6 +13,7 @@ void add_api_routes(Router& router, ControlPlane& cp, Metrics* metrics, const st
   detail::add_document_routes(router, cp);
   detail::add_task_routes(router, cp);
   detail::add_agent_routes(router, cp);
+  detail::add_monitoring_routes(router, cp);
 
   // Built per request from the live table, so it always matches what is served.
   router.add("GET", "/api/v1/openapi.json",
@@ -23,6 +24,7 @@ void add_api_routes(Router& router, ControlPlane& cp, Metrics* metrics, const st
              [&router](Request&) { return json_response(200, build_openapi(router)); });
 
   router.set_fallback(static_files(web_root));
+  detail::audit_changes(router, cp);
 }
 
 }  // namespace cp::http

@@ -78,5 +78,8 @@ void add_cluster_routes(Router& router, ControlPlane& cp);
 void add_document_routes(Router& router, ControlPlane& cp);
 void add_task_routes(Router& router, ControlPlane& cp);
 void add_agent_routes(Router& router, ControlPlane& cp);
+void add_monitoring_routes(Router& router, ControlPlane& cp);
+// Records every change by a user in the audit log (Router::set_audit).
+void audit_changes(Router& router, ControlPlane& cp);
 
 }  // namespace cp::http::detail

@@ -156,11 +156,15 @@ void add_task_routes(Router& router, ControlPlane& cp) {
               .body = BodyKind::document,
               .body_description = "a Pipeline document in YAML (application/yaml) or JSON",
               .response = "{\"pipeline\": Pipeline, \"tasks\": [{\"id\",\"name\",\"state\"}]}",
-              .success_status = 201},
+              .success_status = 201,
+              .query = {{.name = "dry_run",
+                         .description = "true: check everything and create nothing (200 with the tasks it would make)",
+                         .type = "boolean"}}},
              user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto dry_run, bool_param(req, "dry_run", false));
                CP_ASSIGN(auto doc, document_body(req));
-               CP_ASSIGN(auto out, cp.submit_pipeline(p, doc));
-               return ok_json(out, 201);
+               CP_ASSIGN(auto out, cp.submit_pipeline(p, doc, dry_run));
+               return ok_json(out, dry_run ? 200 : 201);
              }));
 
   router.add("GET", "/api/v1/pipelines/{id}",

@@ -150,7 +150,7 @@ static Status finish_attempt(Tx& tx, Attempt& a, const AttemptReport& r, Millis 
                                                 boost::describe::enum_to_string(a.state, "?"), r.message)));
   (void)eid;
   CP_ASSIGN(auto t, tx.get_task(a.task_id));
-  if (t) CP_TRY(internal::record_usage(tx, *t, a));
+  CP_TRY(internal::record_attempt_end(tx, t ? &*t : nullptr, a));
   if (!t || t->current_attempt != a.id || is_terminal(t->state)) return {};
   t->exit_code = r.exit_code;
   std::string msg = r.message;

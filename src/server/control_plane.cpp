@@ -255,6 +255,23 @@ void ControlPlane::start_background(std::int64_t idle_ms) {
       last_cycle = last_end - started;
     }
   });
+  // Monitoring: history samples and alert passes, each on its own cadence,
+  // off the scheduling loop so that neither waits for the other.
+  monitor_ = std::thread([this] {
+    using Steady = std::chrono::steady_clock;
+    Steady::time_point next_sample{};
+    while (!loop_stop_) {
+      if (Steady::now() >= next_sample) {
+        if (auto st = sample_fleet(); !st.ok()) spdlog::warn("fleet sample: {}", st.error().to_string());
+        next_sample = Steady::now() + std::chrono::seconds(std::max<std::int64_t>(1, config_.sample_interval_s));
+      }
+      if (auto st = evaluate_alerts(); !st.ok()) spdlog::warn("alert rules: {}", st.error().to_string());
+      if (auto st = deliver_alerts(); !st.ok()) spdlog::warn("alert delivery: {}", st.error().to_string());
+      std::unique_lock lock(loop_mu_);
+      retention_cv_.wait_for(lock, std::chrono::seconds(std::max<std::int64_t>(1, config_.alert_interval_s)),
+                             [&] { return loop_stop_.load(); });
+    }
+  });
   retention_ = std::thread([this] {
     while (!loop_stop_) {
       auto pass = run_retention();
@@ -307,6 +324,41 @@ Result<ControlPlane::RetentionPass> ControlPlane::run_retention() {
     note(pass.events, "event(s)", cutoff);
   }
 
+  // The fleet's history, each width after its own age, and resolved alerts.
+  const std::pair<std::int64_t, std::int64_t> history[] = {
+      {60, config_.history_minutes_s}, {3600, config_.history_hours_s}, {86400, config_.history_days_s}};
+  for (const auto& [width, age] : history) {
+    if (age <= 0) continue;
+    cutoff = now - age * 1000;
+    std::int64_t removed = 0;
+    CP_TRY(store_.write([&](Tx& tx) -> Status {
+      CP_ASSIGN(removed, tx.delete_cluster_samples_before(width, cutoff, static_cast<int>(std::min(kEventsPerTx, batch))));
+      return {};
+    }));
+    pass.history += removed;
+    if (removed >= std::min(kEventsPerTx, batch)) pass.more = true;
+  }
+  if (config_.audit_retention_s > 0) {
+    cutoff = now - config_.audit_retention_s * 1000;
+    std::int64_t removed = 0;
+    CP_TRY(store_.write([&](Tx& tx) -> Status {
+      CP_ASSIGN(removed, tx.delete_audit_before(cutoff, static_cast<int>(std::min(kEventsPerTx, batch))));
+      return {};
+    }));
+    pass.history += removed;
+    if (removed >= std::min(kEventsPerTx, batch)) pass.more = true;
+  }
+  if (config_.alert_history_s > 0) {
+    cutoff = now - config_.alert_history_s * 1000;
+    std::int64_t removed = 0;
+    CP_TRY(store_.write([&](Tx& tx) -> Status {
+      CP_ASSIGN(removed, tx.delete_alerts_resolved_before(cutoff, static_cast<int>(std::min(kEventsPerTx, batch))));
+      return {};
+    }));
+    pass.history += removed;
+    if (removed >= std::min(kEventsPerTx, batch)) pass.more = true;
+  }
+
   if (config_.task_retention_s > 0) {
     cutoff = now - config_.task_retention_s * 1000;
     while (pass.tasks < batch) {
@@ -343,6 +395,7 @@ void ControlPlane::stop_background() {
   retention_cv_.notify_all();
   if (loop_.joinable()) loop_.join();
   if (retention_.joinable()) retention_.join();
+  if (monitor_.joinable()) monitor_.join();
 }
 
 bool ControlPlane::store_healthy() {
@@ -375,6 +428,16 @@ Result<MetricsSnapshot> ControlPlane::metrics() {
     }
     CP_ASSIGN(auto clusters, tx.list_clusters());
     for (const auto& c : clusters) m.cluster_states[c.id] = boost::describe::enum_to_string(c.state, "?");
+    CP_ASSIGN(auto alerts, tx.open_alerts());
+    for (const auto& a : alerts) {
+      if (a.state != AlertState::resolved) {
+        m.alerts[{a.rule, a.severity, boost::describe::enum_to_string(a.state, "?")}] += 1;
+      }
+      for (const auto& d : a.deliveries) {
+        if (d.state == "pending") ++m.alert_deliveries_pending;
+        if (d.state == "failed") ++m.alert_deliveries_failed;
+      }
+    }
     return {};
   }));
   return m;

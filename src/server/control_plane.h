@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,25 @@ struct ServerConfig {
                                                 // events, logs and checkpoints (usage stays in the ledger)
   std::int64_t retention_interval_s = 3600;
   std::int64_t retention_batch = 1000;
+  // Monitoring (alerts.cpp, overview.cpp), on a thread of its own: every
+  // sample_interval_s each cluster's GPUs, allocation and utilization go to
+  // its history; every alert_interval_s the alert rules run and due
+  // deliveries are made. History is kept by minute for history_minutes_s,
+  // by hour for history_hours_s, by day for history_days_s.
+  std::int64_t sample_interval_s = 60;
+  std::int64_t alert_interval_s = 15;
+  std::int64_t history_minutes_s = 2 * 86400;
+  std::int64_t history_hours_s = 90 * 86400;
+  std::int64_t history_days_s = 2 * 365 * 86400;
+  std::int64_t alert_history_s = 90 * 86400;  // resolved alerts, by last change
+  std::int64_t audit_retention_s = 365 * 86400;  // the audit log; 0 = keep
+  // Alert rules beside the resource groups' own watermarks (AlertPolicy).
+  std::vector<std::string> alert_webhooks;  // receive every alert (Alertmanager webhook format)
+  std::int64_t queue_wait_alert_s = 1800;   // oldest queued task of a group waits longer; 0 = off
+  std::int64_t cluster_offline_for_s = 60;  // offline that long before it fires
+  std::int64_t node_not_ready_for_s = 300;
+  std::int64_t credential_warning_s = 86400;  // a silent agent's credential expires within this
+  std::string external_url;                   // this server's address, for links in notifications
   // The scheduler's knobs (sched::SchedulerConfig, which documents them).
   bool fair_share = true;          // order within a group by dominant share after priority
   int reservations_per_group = 1;  // blocked tasks per group that hold what they wait for; 0: none
@@ -77,6 +97,11 @@ struct MetricsSnapshot {
   // (resource group, resource) -> (used, guaranteed limit)
   std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, std::int64_t>> quota;
   std::map<std::string, std::string> cluster_states;  // cluster -> state
+  // (rule, severity, state) -> alerts pending or firing; deliveries of
+  // those (and of resolved ones still being told) pending or given up
+  std::map<std::tuple<std::string, std::string, std::string>, std::int64_t> alerts;
+  std::int64_t alert_deliveries_failed = 0;
+  std::int64_t alert_deliveries_pending = 0;
 };
 
 struct LogRead {
@@ -132,8 +157,10 @@ class ControlPlane {
   Status delete_document(const Principal& p, const std::string& kind, const std::string& name);
 
   // ------------------------------------------------ pipelines and tasks
-  // Returns {"pipeline": ..., "tasks": [{id, name, state}]}.
-  Result<json::object> submit_pipeline(const Principal& p, const json::value& doc);
+  // Returns {"pipeline": ..., "tasks": [{id, name, state}]}. A dry run makes
+  // every check and writes nothing: {"dry_run": true, "pipeline", "tasks":
+  // [{name, state, resources}]}.
+  Result<json::object> submit_pipeline(const Principal& p, const json::value& doc, bool dry_run = false);
   Result<json::object> get_pipeline(const Principal& p, const std::string& id);
   Result<TaskPage> list_tasks(const Principal& p, TaskQuery q);
   // Task JSON plus "attempts".
@@ -145,7 +172,12 @@ class ControlPlane {
                             std::int64_t offset);
   Result<std::vector<Event>> list_events(const Principal& p, const EventQuery& q);
   // group_by: any of project_group, resource_group, cluster, gpu_type, user, day, month.
+  // With a price table, each row also has cost_cents, cost and currency.
   Result<json::array> usage(const Principal& p, Millis from, Millis to, const std::vector<std::string>& group_by);
+  // The price table (model/prices.h) as a document; anyone may read it, an
+  // admin replaces it whole.
+  Result<json::object> get_price_table(const Principal& p);
+  Result<json::object> apply_price_table(const Principal& p, const json::value& doc);
 
   // --------------------------------------------------------------- agents
   // With a bootstrap token: exchanges it (one-time). With an empty bootstrap
@@ -170,6 +202,7 @@ class ControlPlane {
   // kind filled its batch, so the next pass should follow soon.
   struct RetentionPass {
     std::int64_t tmp_objects = 0, log_objects = 0, events = 0, tasks = 0;
+    std::int64_t history = 0;  // rows of cluster history and resolved alerts
     bool more = false;
   };
   Result<RetentionPass> run_retention();
@@ -178,6 +211,30 @@ class ControlPlane {
   void start_background(std::int64_t idle_ms = 1000);
   void stop_background();
   void wake_scheduler();
+
+  // ------------------------------------------------------- monitoring
+  // One sample of every cluster into its history (gauges).
+  Status sample_fleet();
+  // Runs the alert rules once: new alerts go pending, held ones fire,
+  // cleared ones resolve (alert_rules.h).
+  Status evaluate_alerts();
+  // Makes the deliveries that are due; `send` posts one notification and
+  // returns "" or what went wrong (default: an HTTP POST of the JSON body).
+  using AlertSend = std::function<std::string(const std::string& url, const std::string& json_body)>;
+  void set_alert_sender(AlertSend send);
+  Status deliver_alerts();
+  // GET /api/v1/alerts: newest first; alerts about a project group only for
+  // those who may read it.
+  Result<AlertPage> list_alerts(const Principal& p, AlertQuery q);
+  // GET /api/v1/overview: the fleet's heatmap over the last `hours`, totals,
+  // and the firing alerts (see docs/rest-shapes.md).
+  Result<json::object> overview(const Principal& p, std::int64_t hours);
+
+  // ------------------------------------------------------------ audit
+  // Stores one change made through the API (the HTTP layer fills it; the id
+  // and time are set here). Read by admins only.
+  Status record_audit(AuditEntry e);
+  Result<AuditPage> list_audit(const Principal& p, AuditQuery q);
 
   Result<MetricsSnapshot> metrics();
   bool store_healthy();
@@ -198,6 +255,9 @@ class ControlPlane {
   std::atomic<bool> loop_stop_{false};
   std::thread loop_;
   std::thread retention_;
+  std::thread monitor_;
+  std::mutex alert_mu_;  // alert_send_, and one evaluate/deliver at a time
+  AlertSend alert_send_;
   std::condition_variable retention_cv_;  // with loop_mu_: wakes the retention thread to stop
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;

@@ -31,11 +31,18 @@ struct ServerSpec {
   std::int64_t log_retention_s = 30 * 86400;
   std::int64_t event_retention_s = 90 * 86400;
   std::int64_t task_retention_s = 180 * 86400;
+  // Monitoring and alerts (ServerConfig documents them).
+  std::vector<std::string> alert_webhooks;
+  std::int64_t queue_wait_alert_s = 1800;
+  std::int64_t cluster_offline_for_s = 60;
+  std::int64_t node_not_ready_for_s = 300;
+  std::string external_url;
 };
 BOOST_DESCRIBE_STRUCT(ServerSpec, (),
                       (listen, store, objects, web_root, log_level, lease_ttl_s, lost_after_s, credential_ttl_s,
                        fair_share, reservations_per_group, max_victims, tmp_retention_s, log_retention_s,
-                       event_retention_s, task_retention_s))
+                       event_retention_s, task_retention_s, alert_webhooks, queue_wait_alert_s, cluster_offline_for_s,
+                       node_not_ready_for_s, external_url))
 
 struct ServerDoc {
   std::string apiVersion;
@@ -118,6 +125,25 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       fleet.server.control.log_retention_s = sd.spec.log_retention_s;
       fleet.server.control.event_retention_s = sd.spec.event_retention_s;
       fleet.server.control.task_retention_s = sd.spec.task_retention_s;
+      fleet.server.control.alert_webhooks = sd.spec.alert_webhooks;
+      fleet.server.control.queue_wait_alert_s = sd.spec.queue_wait_alert_s;
+      fleet.server.control.cluster_offline_for_s = sd.spec.cluster_offline_for_s;
+      fleet.server.control.node_not_ready_for_s = sd.spec.node_not_ready_for_s;
+      fleet.server.control.external_url = sd.spec.external_url;
+      for (std::size_t w = 0; w < sd.spec.alert_webhooks.size(); ++w) {
+        const auto& url = sd.spec.alert_webhooks[w];
+        if (!url.starts_with("http://") && !url.starts_with("https://")) {
+          return in_document(i, errors::invalid("spec.alert_webhooks[" + std::to_string(w) + "]",
+                                                "must be an http:// or https:// URL", "必须是 http:// 或 https:// 地址"));
+        }
+      }
+      for (auto [field, value] : {std::pair{"spec.queue_wait_alert_s", sd.spec.queue_wait_alert_s},
+                                  std::pair{"spec.cluster_offline_for_s", sd.spec.cluster_offline_for_s},
+                                  std::pair{"spec.node_not_ready_for_s", sd.spec.node_not_ready_for_s}}) {
+        if (value < 0) {
+          return in_document(i, errors::invalid(field, "must not be negative (seconds)", "不能为负数（秒）"));
+        }
+      }
       if (sd.spec.tmp_retention_s < 60) {
         return in_document(i, errors::invalid("spec.tmp_retention_s", "must be at least 60 (seconds)",
                                               "至少为 60（秒）"));

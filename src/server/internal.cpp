@@ -111,6 +111,31 @@ Status record_usage(Tx& tx, const Task& task, const Attempt& a) {
   return tx.add_usage(rows);
 }
 
+std::vector<ClusterSample> history_rows(const std::string& cluster, Millis at,
+                                        const std::function<void(ClusterSample&)>& fill) {
+  std::vector<ClusterSample> rows;
+  for (auto w : kHistoryWidths) {
+    ClusterSample s;
+    s.cluster = cluster;
+    s.width_s = w;
+    const Millis width_ms = w * 1000;
+    s.bucket = at - ((at % width_ms) + width_ms) % width_ms;
+    fill(s);
+    rows.push_back(std::move(s));
+  }
+  return rows;
+}
+
+Status record_attempt_end(Tx& tx, const Task* task, const Attempt& a) {
+  if (task) CP_TRY(record_usage(tx, *task, a));
+  const bool failed = a.state == AttemptState::Failed || a.state == AttemptState::Lost;
+  if (!failed && a.state != AttemptState::Succeeded) return {};
+  return tx.add_cluster_samples(history_rows(a.cluster_id, a.finished_at, [&](ClusterSample& s) {
+    s.finished = 1;
+    s.failed = failed ? 1 : 0;
+  }));
+}
+
 Error unknown_reference(const std::string& field, const std::string& kind, const std::string& name) {
   Error e{"unknown_reference", 400, field + ": " + kind + " \"" + name + "\" does not exist",
           field + "：" + kind + " \"" + name + "\" 不存在", {}};

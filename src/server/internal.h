@@ -1,7 +1,9 @@
 // Helpers shared by the control plane's translation units; not part of its API.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "common/json.h"
 #include "model/types.h"
@@ -31,6 +33,16 @@ std::vector<UsageRow> usage_of(const Task& task, const Attempt& a);
 // Adds them to the ledger in `tx` (the transaction that ends the attempt, so
 // that the ledger and the attempt agree after any crash).
 Status record_usage(Tx& tx, const Task& task, const Attempt& a);
+
+// The cluster history's rows (minute, hour and day) that `at` falls in, each
+// holding what `fill` sets: the counters of something that happened then.
+inline constexpr std::int64_t kHistoryWidths[] = {60, 3600, 86400};
+std::vector<ClusterSample> history_rows(const std::string& cluster, Millis at,
+                                        const std::function<void(ClusterSample&)>& fill);
+// Everything an attempt's end writes besides the attempt and task: its
+// usage (record_usage) and, for Succeeded, Failed and Lost, the cluster's
+// finished/failed counters. In the transaction that ends it.
+Status record_attempt_end(Tx& tx, const Task* task, const Attempt& a);
 
 inline constexpr Millis kDayMs = 86'400'000;
 inline Millis day_start(Millis t) { return t - ((t % kDayMs) + kDayMs) % kDayMs; }

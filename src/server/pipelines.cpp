@@ -64,7 +64,7 @@ Status check_task_maximum(const Step& step, const ResourceGroup& rg, const std::
 
 }  // namespace
 
-Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const json::value& doc) {
+Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const json::value& doc, bool dry_run) {
   if (p.kind != Principal::Kind::user) return forbidden_for(p, "submit pipelines", "提交流水线");
   CP_ASSIGN(auto pipeline, pipeline_from_document(doc));
   if (pipeline.project_group.empty()) {
@@ -142,6 +142,18 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
       apply_defaults(step, *rg);
       CP_TRY(check_task_maximum(step, *rg, "spec.steps[" + std::to_string(i) + "]"));
     }
+    if (dry_run) {
+      // Every check above has passed; what would be created, without ids.
+      task_list.clear();
+      for (auto idx : topological_order(pipeline.steps)) {
+        json::object item;
+        item["name"] = pipeline.steps[idx].name;
+        item["state"] = "Queued";
+        item["resources"] = to_json(pipeline.steps[idx].resources);
+        task_list.push_back(std::move(item));
+      }
+      return {};
+    }
     CP_TRY(tx.insert_pipeline(pipeline));
     std::map<std::string, std::string> id_of_step;
     for (auto idx : topological_order(pipeline.steps)) id_of_step[pipeline.steps[idx].name] = new_id("t", now);
@@ -178,8 +190,12 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
     }
     return {};
   }));
-  wake_scheduler();
   json::object out;
+  if (dry_run) {
+    out["dry_run"] = true;
+  } else {
+    wake_scheduler();
+  }
   out["pipeline"] = to_json(pipeline);
   out["tasks"] = std::move(task_list);
   return out;

@@ -232,6 +232,7 @@ Status ControlPlane::schedule_once() {
       CP_ASSIGN(held, internal::Holdings::load(tx));
     }
 
+    std::map<std::string, std::pair<std::int64_t, Millis>> dispatched;  // cluster -> (attempts, wait)
     for (const auto& pl : plan.placements) {
       CP_ASSIGN(auto t, tx.get_task(pl.task_id));
       if (!t) continue;
@@ -239,10 +240,22 @@ Status ControlPlane::schedule_once() {
         spdlog::info("placement of {} dropped at apply: {}", t->id, *why_not);
         continue;
       }
+      const Millis queued_at = t->queued_at ? t->queued_at : t->created_at;
       Attempt a;
       CP_TRY(place(tx, *t, pl, now, a));
       held->charge(a, t->resource_group);
       clusters_to_wake.insert(pl.cluster_id);
+      auto& d = dispatched[pl.cluster_id];
+      d.first += 1;
+      d.second += std::max<Millis>(0, now - queued_at);
+    }
+    // The clusters' history: how many were placed this cycle and how long
+    // they had waited, one addition per cluster.
+    for (const auto& [cluster, d] : dispatched) {
+      CP_TRY(tx.add_cluster_samples(internal::history_rows(cluster, now, [&](ClusterSample& s) {
+        s.dispatched = d.first;
+        s.wait_ms = d.second;
+      })));
     }
 
     // Preemptions after placements: a preemptor is never placed in the plan
@@ -332,7 +345,7 @@ Status ControlPlane::check_liveness() {
                                                       a.message)));
         (void)aid;
         CP_ASSIGN(auto t, tx.get_task(a.task_id));
-        if (t) CP_TRY(internal::record_usage(tx, *t, a));
+        CP_TRY(internal::record_attempt_end(tx, t ? &*t : nullptr, a));
         if (!t || t->current_attempt != a.id || is_terminal(t->state)) continue;
         if (t->cancel_requested) {
           CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, "system", a.message));

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/monitoring.h"
 #include "model/types.h"
 
 namespace cp {
@@ -69,6 +70,32 @@ struct UsageQuery {
   Millis from_day = 0;
   Millis to_day = 0;
   std::vector<std::string> group_by;
+};
+
+// Alerts, newest first by (started_at, id).
+struct AlertQuery {
+  std::set<AlertState> states;  // empty = any
+  int limit = 100;              // 1..1000
+  std::string cursor;           // opaque, from AlertPage::next_cursor
+};
+
+struct AlertPage {
+  std::vector<Alert> items;
+  std::string next_cursor;  // "" when there is no more
+};
+
+// The audit log, newest first by (at, id).
+struct AuditQuery {
+  std::string user;  // "" = anyone
+  Millis from = 0;   // at >= from
+  Millis to = 0;     // at < to; 0 = no end
+  int limit = 100;   // 1..1000
+  std::string cursor;
+};
+
+struct AuditPage {
+  std::vector<AuditEntry> items;
+  std::string next_cursor;
 };
 
 struct EventQuery {
@@ -175,6 +202,28 @@ class Tx {
   // Deletes a task with its attempts and the events about them, and its
   // pipeline once no task of it is left. not_found if there is no such task.
   virtual Status delete_task(const std::string& id) = 0;
+
+  // Each cluster's history (ClusterSample): add_cluster_samples adds each
+  // row to the row of the same (cluster, width, bucket), creating it at
+  // zero. cluster_samples returns the rows of one width with
+  // from <= bucket < to, by cluster then bucket.
+  virtual Status add_cluster_samples(const std::vector<ClusterSample>& rows) = 0;
+  virtual Result<std::vector<ClusterSample>> cluster_samples(std::int64_t width_s, Millis from, Millis to) = 0;
+  virtual Result<std::int64_t> delete_cluster_samples_before(std::int64_t width_s, Millis before, int limit) = 0;
+
+  // Alerts, written whole. open_alerts: those pending or firing, and
+  // resolved ones with a delivery still pending.
+  virtual Status upsert_alert(const Alert& a) = 0;
+  virtual Result<std::vector<Alert>> open_alerts() = 0;
+  virtual Result<AlertPage> list_alerts(const AlertQuery& q) = 0;
+  virtual Status delete_alert(const std::string& id) = 0;  // not_found if there is none
+  // Resolved alerts (nothing left to deliver) resolved before `before`.
+  virtual Result<std::int64_t> delete_alerts_resolved_before(Millis before, int limit) = 0;
+
+  // The audit log: append-only but for retention.
+  virtual Status append_audit(const AuditEntry& e) = 0;
+  virtual Result<AuditPage> list_audit(const AuditQuery& q) = 0;
+  virtual Result<std::int64_t> delete_audit_before(Millis before, int limit) = 0;
 };
 
 class Store {

@@ -227,6 +227,11 @@ TEST_F(ApiTest, RoutesEveryCallOfTheContract) {
       {"POST", "/api/v1/agent/register"},
       {"POST", "/api/v1/agent/sync"},
       {"POST", "/api/v1/agent/logs"},
+      {"GET", "/api/v1/overview"},
+      {"GET", "/api/v1/alerts"},
+      {"GET", "/api/v1/price-table"},
+      {"PUT", "/api/v1/price-table"},
+      {"GET", "/api/v1/audit"},
   };
   std::set<std::pair<std::string, std::string>> routed;
   for (const auto& r : router_.routes()) routed.emplace(r.method, r.pattern);
@@ -572,6 +577,90 @@ TEST_F(StaticUiTest, NoTraversal) {
     EXPECT_TRUE(resp.starts_with("HTTP/1.1 404")) << target << ": " << resp;
     EXPECT_EQ(resp.find("TOP-SECRET-CONTENT"), std::string::npos) << target << ": " << resp;
   }
+}
+
+}  // namespace
+}  // namespace cp::http
+
+namespace cp::http {
+namespace {
+
+// Every change by a user lands in the audit log with who, what, from where,
+// the object before and after, and secrets removed; refusals too. Reads do
+// not; only admins read the log.
+TEST_F(ApiTest, ChangesAreAuditedWithBeforeAndAfterAndSecretsRemoved) {
+  seed();
+  const std::string changed = std::string(kResourceGroup) + "  cohort: shared\n";
+  ASSERT_EQ(call("PUT", "/api/v1/resource-groups/rg-a", admin_, changed, kYaml).status, 200);
+  ASSERT_EQ(call("DELETE", "/api/v1/priority-classes/batch", alice_).status, 403);
+  ASSERT_EQ(call("GET", "/api/v1/resource-groups/rg-a", admin_).status, 200);
+  ASSERT_EQ(call("POST", "/api/v1/pipelines?dry_run=true", alice_, pipeline_yaml(), kYaml).status, 200);
+
+  auto r = call("GET", "/api/v1/audit?limit=1000", admin_);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto items = parse(r).at("items").as_array();
+  // seed(): cluster, user, token, class, group, project group; then the PUT
+  // and the refused DELETE. Not the GET, not the dry run.
+  ASSERT_EQ(items.size(), 8u);
+  const auto& refused = items[0].as_object();  // newest first
+  EXPECT_EQ(refused.at("user").as_string(), "alice");
+  EXPECT_EQ(refused.at("method").as_string(), "DELETE");
+  EXPECT_EQ(refused.at("status").as_int64(), 403);
+  EXPECT_NE(refused.at("error").as_string().find("forbidden"), std::string::npos);
+  EXPECT_TRUE(refused.at("after").is_null());
+  const auto& put = items[1].as_object();
+  EXPECT_EQ(put.at("user").as_string(), "admin");
+  EXPECT_EQ(put.at("route").as_string(), "/api/v1/resource-groups/{name}");
+  EXPECT_NE(put.at("remote_addr").as_string().find("127.0.0.1"), std::string::npos);
+  EXPECT_EQ(put.at("before").at("spec").at("cohort").as_string(), "");
+  EXPECT_EQ(put.at("after").at("spec").at("cohort").as_string(), "shared");
+  EXPECT_EQ(put.at("request").at("spec").at("cohort").as_string(), "shared");
+  const auto& token = items[5].as_object();
+  EXPECT_EQ(token.at("path").as_string(), "/api/v1/users/alice/tokens");
+  EXPECT_EQ(token.at("after").at("token").as_string(), "[redacted]");
+  EXPECT_EQ(r.body.find(alice_), std::string::npos);  // the secret is nowhere
+
+  EXPECT_EQ(call("GET", "/api/v1/audit", alice_).status, 403);
+  auto mine = call("GET", "/api/v1/audit?user=alice", admin_);
+  EXPECT_EQ(parse(mine).at("items").as_array().size(), 1u);
+}
+
+TEST_F(ApiTest, OverviewAlertsAndPricesAnswerInTheirShapes) {
+  seed();
+  connect_agent();
+  ASSERT_TRUE(cp_->sample_fleet().ok());
+  auto o = call("GET", "/api/v1/overview?hours=2", alice_);
+  ASSERT_EQ(o.status, 200) << o.body;
+  auto ov = parse(o);
+  EXPECT_EQ(ov.at("bucket_s").as_int64(), 60);
+  EXPECT_EQ(ov.at("clusters").at(0).at("gpus").at("total").as_int64(), 8);
+  EXPECT_DOUBLE_EQ(ov.at("clusters").at(0).at("cells").as_array().back().at("allocation").as_double(), 0.0);
+  EXPECT_EQ(call("GET", "/api/v1/overview?hours=0", alice_).status, 400);
+
+  ASSERT_TRUE(cp_->evaluate_alerts().ok());
+  HttpRequestOptions zh;
+  zh.headers["Accept-Language"] = "zh-CN";
+  auto a = call("GET", "/api/v1/alerts?state=pending", admin_, "", "application/json", zh);
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_TRUE(parse(a).at("items").as_array().empty());  // c1 online, nothing over quota
+  EXPECT_EQ(call("GET", "/api/v1/alerts?state=burning", admin_).status, 400);
+
+  const char* prices = R"(apiVersion: cubeplane/v1
+kind: PriceTable
+metadata: {name: default}
+spec:
+  currency: CNY
+  prices:
+    - {resource: gpu/a100, per_hour: "15.5", from: 2026-01-01}
+)";
+  EXPECT_EQ(call("PUT", "/api/v1/price-table", alice_, prices, kYaml).status, 403);
+  auto bad = call("PUT", "/api/v1/price-table", admin_, std::string(prices) + "    - {resource: gpu/a100, per_hour: x, from: 2026-01-01}\n", kYaml);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(parse(call("GET", "/api/v1/price-table", alice_)).at("spec").at("prices").as_array().size(), 0u);
+  ASSERT_EQ(call("PUT", "/api/v1/price-table", admin_, prices, kYaml).status, 200);
+  auto got = parse(call("GET", "/api/v1/price-table", alice_));
+  EXPECT_EQ(got.at("spec").at("currency").as_string(), "CNY");
+  EXPECT_EQ(got.at("spec").at("prices").at(0).at("per_hour").as_string(), "15.5");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 
 #include "store/postgres/pg_connection.h"
 #include "store/row_codec.h"
+#include "store/sql_tx.h"
 #include "store/store.h"
 
 namespace cp {
@@ -33,7 +34,7 @@ inline constexpr std::int64_t kMigrationLockKey = 0x63705f6d69677261;
 inline constexpr std::int64_t kEventLockKey = 0x63705f6576656e74;
 }  // namespace pg
 
-class PostgresTx final : public Tx {
+class PostgresTx final : public SqlTx {
  public:
   PostgresTx(pg::Connection& conn, bool writable) : conn_(conn), writable_(writable) {}
 
@@ -100,12 +101,13 @@ class PostgresTx final : public Tx {
   Result<std::int64_t> append_event(const Event& e) override;
   Result<std::vector<Event>> list_events(const EventQuery& q) override;
 
-  Status add_usage(const std::vector<UsageRow>& rows) override;
-  Result<std::vector<UsageRow>> usage_totals(const UsageQuery& q) override;
 
-  Result<std::int64_t> delete_events_before(Millis before, int limit) override;
-  Result<std::vector<std::string>> finished_tasks_before(Millis before, int limit) override;
   Status delete_task(const std::string& id) override;
+
+ protected:
+  Result<std::int64_t> run_modify(const sql::Statement& s) override;
+  Status run_query(const sql::Statement& s, const SqlRowFn& on_row) override;
+  const sql::Dialect& dialect() const override;
 
  private:
   using Args = std::vector<pg::SqlValue>;

@@ -152,53 +152,30 @@ Result<std::vector<Event>> PostgresTx::list_events(const EventQuery& q) {
   return query_docs<Event>(sql, args, "events");
 }
 
-// -------------------------------------------------------------------- usage
+// ------------------------------------------------- shared SQL (SqlTx)
 
-Status PostgresTx::add_usage(const std::vector<UsageRow>& rows) {
-  for (const auto& r : rows) {
-    for (const auto& upsert : sql::add_usage(r)) CP_TRY(exec(upsert.text, upsert.args));
-  }
-  return {};
+namespace {
+class PgRow final : public SqlTx::Row {
+ public:
+  PgRow(const pg::Rows& rows, int index) : rows_(rows), index_(index) {}
+  std::string text(int col) const override { return rows_.text(index_, col); }
+  std::int64_t int64(int col) const override { return rows_.int64(index_, col); }
+
+ private:
+  const pg::Rows& rows_;
+  int index_;
+};
+}  // namespace
+
+Result<std::int64_t> PostgresTx::run_modify(const sql::Statement& s) { return modify(s.text, s.args); }
+
+Status PostgresTx::run_query(const sql::Statement& s, const SqlRowFn& on_row) {
+  return query(s.text, s.args, [&](const Row& row) -> Status { return on_row(PgRow(row.rows, row.index)); });
 }
 
-Result<std::vector<UsageRow>> PostgresTx::usage_totals(const UsageQuery& q) {
-  CP_ASSIGN(auto select, sql::usage_totals(q, kDialect));
-  const auto columns = sql::usage_result_columns(q);
-  std::vector<UsageRow> out;
-  CP_TRY(query(select.text, select.args, [&](const Row& row) -> Status {
-    UsageRow r;
-    int i = 0;
-    for (const auto& c : columns) {
-      if (c == "day") r.day = row.int64(i);
-      else sql::usage_field(r, c) = row.text(i);
-      ++i;
-    }
-    r.attempts = row.int64(i);
-    r.gpu_ms = row.int64(i + 1);
-    r.cpu_core_ms = row.int64(i + 2);
-    r.memory_mib_s = row.int64(i + 3);
-    out.push_back(std::move(r));
-    return {};
-  }));
-  return out;
-}
+const sql::Dialect& PostgresTx::dialect() const { return kDialect; }
 
 // ---------------------------------------------------------------- retention
-
-Result<std::int64_t> PostgresTx::delete_events_before(Millis before, int limit) {
-  auto del = sql::delete_events_before(before, limit);
-  return modify(del.text, del.args);
-}
-
-Result<std::vector<std::string>> PostgresTx::finished_tasks_before(Millis before, int limit) {
-  auto select = sql::finished_tasks_before(before, limit);
-  std::vector<std::string> ids;
-  CP_TRY(query(select.text, select.args, [&](const Row& row) -> Status {
-    ids.push_back(row.text(0));
-    return {};
-  }));
-  return ids;
-}
 
 Status PostgresTx::delete_task(const std::string& id) {
   CP_ASSIGN(auto task, get_task(id));

@@ -139,53 +139,29 @@ Result<std::vector<Event>> SqliteTx::list_events(const EventQuery& q) {
   return query_docs<Event>(sql, args, "events");
 }
 
-// -------------------------------------------------------------------- usage
+// ------------------------------------------------- shared SQL (SqlTx)
 
-Status SqliteTx::add_usage(const std::vector<UsageRow>& rows) {
-  for (const auto& r : rows) {
-    for (const auto& upsert : sql::add_usage(r)) CP_TRY(exec(upsert.text, upsert.args));
-  }
-  return {};
+namespace {
+class SqliteRow final : public SqlTx::Row {
+ public:
+  explicit SqliteRow(const sqlite::Statement& s) : s_(s) {}
+  std::string text(int col) const override { return s_.column_text(col); }
+  std::int64_t int64(int col) const override { return s_.column_int64(col); }
+
+ private:
+  const sqlite::Statement& s_;
+};
+}  // namespace
+
+Result<std::int64_t> SqliteTx::run_modify(const sql::Statement& s) { return modify(s.text, s.args); }
+
+Status SqliteTx::run_query(const sql::Statement& s, const SqlRowFn& on_row) {
+  return query(s.text, s.args, [&](const sqlite::Statement& row) -> Status { return on_row(SqliteRow(row)); });
 }
 
-Result<std::vector<UsageRow>> SqliteTx::usage_totals(const UsageQuery& q) {
-  CP_ASSIGN(auto select, sql::usage_totals(q, kDialect));
-  const auto columns = sql::usage_result_columns(q);
-  std::vector<UsageRow> out;
-  CP_TRY(query(select.text, select.args, [&](const sqlite::Statement& row) -> Status {
-    UsageRow r;
-    int i = 0;
-    for (const auto& c : columns) {
-      if (c == "day") r.day = row.column_int64(i);
-      else sql::usage_field(r, c) = row.column_text(i);
-      ++i;
-    }
-    r.attempts = row.column_int64(i);
-    r.gpu_ms = row.column_int64(i + 1);
-    r.cpu_core_ms = row.column_int64(i + 2);
-    r.memory_mib_s = row.column_int64(i + 3);
-    out.push_back(std::move(r));
-    return {};
-  }));
-  return out;
-}
+const sql::Dialect& SqliteTx::dialect() const { return kDialect; }
 
 // ---------------------------------------------------------------- retention
-
-Result<std::int64_t> SqliteTx::delete_events_before(Millis before, int limit) {
-  auto del = sql::delete_events_before(before, limit);
-  return modify(del.text, del.args);
-}
-
-Result<std::vector<std::string>> SqliteTx::finished_tasks_before(Millis before, int limit) {
-  auto select = sql::finished_tasks_before(before, limit);
-  std::vector<std::string> ids;
-  CP_TRY(query(select.text, select.args, [&](const sqlite::Statement& row) -> Status {
-    ids.push_back(row.column_text(0));
-    return {};
-  }));
-  return ids;
-}
 
 Status SqliteTx::delete_task(const std::string& id) {
   CP_ASSIGN(auto task, get_task(id));

@@ -1,0 +1,274 @@
+#include "store/sql_tx.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "common/error.h"
+#include "store/row_codec.h"
+
+namespace cp {
+
+// -------------------------------------------------------------------- usage
+
+Status SqlTx::add_usage(const std::vector<UsageRow>& rows) {
+  for (const auto& r : rows) {
+    for (const auto& upsert : sql::add_usage(r)) CP_TRY(run_modify(upsert));
+  }
+  return {};
+}
+
+Result<std::vector<UsageRow>> SqlTx::usage_totals(const UsageQuery& q) {
+  CP_ASSIGN(auto select, sql::usage_totals(q, dialect()));
+  const auto columns = sql::usage_result_columns(q);
+  std::vector<UsageRow> out;
+  CP_TRY(run_query(select, [&](const Row& row) -> Status {
+    UsageRow r;
+    int i = 0;
+    for (const auto& c : columns) {
+      if (c == "day") r.day = row.int64(i);
+      else sql::usage_field(r, c) = row.text(i);
+      ++i;
+    }
+    r.attempts = row.int64(i);
+    r.gpu_ms = row.int64(i + 1);
+    r.cpu_core_ms = row.int64(i + 2);
+    r.memory_mib_s = row.int64(i + 3);
+    out.push_back(std::move(r));
+    return {};
+  }));
+  return out;
+}
+
+// ---------------------------------------------------------------- retention
+
+Result<std::int64_t> SqlTx::delete_events_before(Millis before, int limit) {
+  return run_modify(sql::delete_events_before(before, limit));
+}
+
+Result<std::vector<std::string>> SqlTx::finished_tasks_before(Millis before, int limit) {
+  std::vector<std::string> ids;
+  CP_TRY(run_query(sql::finished_tasks_before(before, limit), [&](const Row& row) -> Status {
+    ids.push_back(row.text(0));
+    return {};
+  }));
+  return ids;
+}
+
+// ------------------------------------------------------- cluster history
+
+namespace {
+
+constexpr const char* kSampleSums[] = {"samples",  "gpus_total", "gpus_allocated", "gpu_util_sum",
+                                       "gpu_util_devices", "dispatched", "wait_ms", "finished", "failed"};
+
+std::vector<std::int64_t> sample_sums(const ClusterSample& s) {
+  return {s.samples, s.gpus_total, s.gpus_allocated, s.gpu_util_sum, s.gpu_util_devices,
+          s.dispatched, s.wait_ms, s.finished, s.failed};
+}
+
+bool valid_width(std::int64_t w) { return w == 60 || w == 3600 || w == 86400; }
+
+Error bad_width(std::int64_t w) {
+  return errors::invalid("width_s", "sample width must be 60, 3600 or 86400, not " + std::to_string(w),
+                         "采样宽度必须是 60、3600 或 86400，而不是 " + std::to_string(w));
+}
+
+}  // namespace
+
+Status SqlTx::add_cluster_samples(const std::vector<ClusterSample>& rows) {
+  // One upsert per row: the sums of a new row are its values, of an
+  // existing one the old plus the new.
+  std::string cols = "cluster, width_s, bucket", marks = "?, ?, ?", sets;
+  for (const char* c : kSampleSums) {
+    cols += std::string(", ") + c;
+    marks += ", ?";
+    sets += sets.empty() ? "" : ", ";
+    sets += std::string(c) + " = cluster_samples." + c + " + excluded." + c;
+  }
+  const std::string text = "INSERT INTO cluster_samples (" + cols + ") VALUES (" + marks +
+                           ") ON CONFLICT (width_s, bucket, cluster) DO UPDATE SET " + sets;
+  for (const auto& r : rows) {
+    if (!valid_width(r.width_s)) return bad_width(r.width_s);
+    if (r.bucket % (r.width_s * 1000) != 0) {
+      return errors::invalid("bucket", "sample bucket is not a multiple of its width", "采样桶起点不是其宽度的整数倍");
+    }
+    sql::Statement s{text, {r.cluster, r.width_s, r.bucket}};
+    for (auto v : sample_sums(r)) s.args.emplace_back(v);
+    CP_TRY(run_modify(s));
+  }
+  return {};
+}
+
+Result<std::vector<ClusterSample>> SqlTx::cluster_samples(std::int64_t width_s, Millis from, Millis to) {
+  if (!valid_width(width_s)) return bad_width(width_s);
+  std::string cols;
+  for (const char* c : kSampleSums) cols += std::string(", ") + c;
+  sql::Statement s{"SELECT cluster, bucket" + cols +
+                       " FROM cluster_samples WHERE width_s = ? AND bucket >= ? AND bucket < ? ORDER BY cluster" +
+                       std::string(dialect().bytewise) + ", bucket",
+                   {width_s, from, to}};
+  std::vector<ClusterSample> out;
+  CP_TRY(run_query(s, [&](const Row& row) -> Status {
+    ClusterSample c;
+    c.cluster = row.text(0);
+    c.width_s = width_s;
+    c.bucket = row.int64(1);
+    std::int64_t* fields[] = {&c.samples,    &c.gpus_total, &c.gpus_allocated, &c.gpu_util_sum, &c.gpu_util_devices,
+                              &c.dispatched, &c.wait_ms,    &c.finished,       &c.failed};
+    for (int i = 0; i < 9; ++i) *fields[i] = row.int64(2 + i);
+    out.push_back(std::move(c));
+    return {};
+  }));
+  return out;
+}
+
+Result<std::int64_t> SqlTx::delete_cluster_samples_before(std::int64_t width_s, Millis before, int limit) {
+  if (!valid_width(width_s)) return bad_width(width_s);
+  // The key's leading columns find the oldest rows; a row value names them.
+  return run_modify({"DELETE FROM cluster_samples WHERE (width_s, bucket, cluster) IN (SELECT width_s, bucket, cluster "
+                     "FROM cluster_samples WHERE width_s = ? AND bucket < ? ORDER BY bucket LIMIT ?)",
+                     {width_s, before, std::int64_t{std::max(1, limit)}}});
+}
+
+// ------------------------------------------------------------------ alerts
+
+namespace {
+
+// Open: still to watch (pending, firing) or to tell someone about.
+bool is_open(const Alert& a) {
+  if (a.state != AlertState::resolved) return true;
+  return std::any_of(a.deliveries.begin(), a.deliveries.end(),
+                     [](const AlertDelivery& d) { return d.state == "pending"; });
+}
+
+// "<ms>:<id>": where a page ordered by (time, id) descending ended.
+std::string time_cursor(Millis at, const std::string& id) { return std::to_string(at) + ":" + id; }
+
+Result<std::pair<Millis, std::string>> parse_time_cursor(const std::string& c) {
+  auto colon = c.find(':');
+  Millis at = 0;
+  if (colon != std::string::npos) {
+    auto [p, ec] = std::from_chars(c.data(), c.data() + colon, at);
+    if (ec == std::errc() && p == c.data() + colon && colon + 1 < c.size()) {
+      return std::pair<Millis, std::string>{at, c.substr(colon + 1)};
+    }
+  }
+  return errors::invalid("cursor", "malformed cursor", "游标格式错误");
+}
+
+}  // namespace
+
+Status SqlTx::upsert_alert(const Alert& a) {
+  if (a.id.empty() || a.fingerprint.empty()) {
+    return errors::invalid("alert", "an alert needs an id and a fingerprint", "告警需要 id 和指纹");
+  }
+  CP_TRY(run_modify({"INSERT INTO alerts (id, fingerprint, state, is_open, started_at, updated_at, doc) VALUES "
+                     "(?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET fingerprint = excluded.fingerprint, "
+                     "state = excluded.state, is_open = excluded.is_open, started_at = excluded.started_at, "
+                     "updated_at = excluded.updated_at, doc = excluded.doc",
+                     {a.id, a.fingerprint, enum_name(a.state), std::int64_t{is_open(a) ? 1 : 0}, a.started_at,
+                      a.updated_at, encode_row(a)}}));
+  return {};
+}
+
+Result<std::vector<Alert>> SqlTx::open_alerts() {
+  std::vector<Alert> out;
+  CP_TRY(run_query({"SELECT doc FROM alerts WHERE is_open = 1 ORDER BY started_at, id" +
+                        std::string(dialect().bytewise),
+                    {}},
+                   [&](const Row& row) -> Status {
+                     CP_ASSIGN(auto a, decode_row<Alert>(row.text(0), "alerts"));
+                     out.push_back(std::move(a));
+                     return {};
+                   }));
+  return out;
+}
+
+Result<AlertPage> SqlTx::list_alerts(const AlertQuery& q) {
+  const std::string by = std::string(dialect().bytewise);
+  sql::Statement s{"SELECT doc FROM alerts WHERE 1 = 1", {}};
+  if (!q.states.empty()) {
+    std::vector<std::string> names;
+    for (auto st : q.states) names.push_back(enum_name(st));
+    sql::append_in(s, "state", names);
+  }
+  if (!q.cursor.empty()) {
+    CP_ASSIGN(auto after, parse_time_cursor(q.cursor));
+    s.text += " AND (started_at < ? OR (started_at = ? AND id" + by + " < ?))";
+    s.args.insert(s.args.end(), {after.first, after.first, after.second});
+  }
+  const int limit = std::clamp(q.limit, 1, static_cast<int>(sql::kMaxPageSize));
+  s.text += " ORDER BY started_at DESC, id" + by + " DESC LIMIT ?";
+  s.args.emplace_back(std::int64_t{limit + 1});
+  AlertPage page;
+  CP_TRY(run_query(s, [&](const Row& row) -> Status {
+    CP_ASSIGN(auto a, decode_row<Alert>(row.text(0), "alerts"));
+    page.items.push_back(std::move(a));
+    return {};
+  }));
+  if (static_cast<int>(page.items.size()) > limit) {
+    page.items.resize(limit);
+    page.next_cursor = time_cursor(page.items.back().started_at, page.items.back().id);
+  }
+  return page;
+}
+
+Status SqlTx::delete_alert(const std::string& id) {
+  CP_ASSIGN(auto n, run_modify({"DELETE FROM alerts WHERE id = ?", {id}}));
+  if (n == 0) return errors::not_found("alert", id);
+  return {};
+}
+
+Result<std::int64_t> SqlTx::delete_alerts_resolved_before(Millis before, int limit) {
+  return run_modify({"DELETE FROM alerts WHERE id IN (SELECT id FROM alerts WHERE is_open = 0 AND updated_at < ? "
+                     "ORDER BY updated_at LIMIT ?)",
+                     {before, std::int64_t{std::max(1, limit)}}});
+}
+
+// --------------------------------------------------------------- audit log
+
+Status SqlTx::append_audit(const AuditEntry& e) {
+  if (e.id.empty()) return errors::invalid("audit", "an audit entry needs an id", "审计记录需要 id");
+  CP_TRY(run_modify({"INSERT INTO audit_log (id, at, user_name, doc) VALUES (?, ?, ?, ?)",
+                     {e.id, e.at, e.user, encode_row(e)}}));
+  return {};
+}
+
+Result<AuditPage> SqlTx::list_audit(const AuditQuery& q) {
+  const std::string by = std::string(dialect().bytewise);
+  sql::Statement s{"SELECT doc FROM audit_log WHERE at >= ?", {q.from}};
+  if (!q.user.empty()) {
+    s.text += " AND user_name = ?";
+    s.args.emplace_back(q.user);
+  }
+  if (q.to > 0) {
+    s.text += " AND at < ?";
+    s.args.emplace_back(q.to);
+  }
+  if (!q.cursor.empty()) {
+    CP_ASSIGN(auto after, parse_time_cursor(q.cursor));
+    s.text += " AND (at < ? OR (at = ? AND id" + by + " < ?))";
+    s.args.insert(s.args.end(), {after.first, after.first, after.second});
+  }
+  const int limit = std::clamp(q.limit, 1, static_cast<int>(sql::kMaxPageSize));
+  s.text += " ORDER BY at DESC, id" + by + " DESC LIMIT ?";
+  s.args.emplace_back(std::int64_t{limit + 1});
+  AuditPage page;
+  CP_TRY(run_query(s, [&](const Row& row) -> Status {
+    CP_ASSIGN(auto e, decode_row<AuditEntry>(row.text(0), "audit_log"));
+    page.items.push_back(std::move(e));
+    return {};
+  }));
+  if (static_cast<int>(page.items.size()) > limit) {
+    page.items.resize(limit);
+    page.next_cursor = time_cursor(page.items.back().at, page.items.back().id);
+  }
+  return page;
+}
+
+Result<std::int64_t> SqlTx::delete_audit_before(Millis before, int limit) {
+  return run_modify({"DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT ?)",
+                     {before, std::int64_t{std::max(1, limit)}}});
+}
+
+}  // namespace cp

@@ -1,0 +1,55 @@
+// The part of a SQL transaction that is the same on every backend: methods
+// whose SQL comes from shared_sql and whose rows decode the same way. A
+// backend (SqliteTx, PostgresTx) derives from SqlTx and gives it three
+// things: a way to run a modifying statement, a way to read rows, and its
+// dialect. What differs between the backends stays in them.
+#pragma once
+
+#include <functional>
+
+#include "store/shared_sql.h"
+#include "store/store.h"
+
+namespace cp {
+
+class SqlTx : public Tx {
+ public:
+  // One row of a result, columns by index (what a backend's run_query gives).
+  class Row {
+   public:
+    virtual ~Row() = default;
+    virtual std::string text(int col) const = 0;
+    virtual std::int64_t int64(int col) const = 0;
+  };
+  using SqlRowFn = std::function<Status(const Row&)>;
+
+  // The usage ledger.
+  Status add_usage(const std::vector<UsageRow>& rows) override;
+  Result<std::vector<UsageRow>> usage_totals(const UsageQuery& q) override;
+
+  // Retention.
+  Result<std::int64_t> delete_events_before(Millis before, int limit) override;
+  Result<std::vector<std::string>> finished_tasks_before(Millis before, int limit) override;
+
+  // Monitoring.
+  Status add_cluster_samples(const std::vector<ClusterSample>& rows) override;
+  Result<std::vector<ClusterSample>> cluster_samples(std::int64_t width_s, Millis from, Millis to) override;
+  Result<std::int64_t> delete_cluster_samples_before(std::int64_t width_s, Millis before, int limit) override;
+  Status upsert_alert(const Alert& a) override;
+  Result<std::vector<Alert>> open_alerts() override;
+  Result<AlertPage> list_alerts(const AlertQuery& q) override;
+  Status delete_alert(const std::string& id) override;
+  Result<std::int64_t> delete_alerts_resolved_before(Millis before, int limit) override;
+  Status append_audit(const AuditEntry& e) override;
+  Result<AuditPage> list_audit(const AuditQuery& q) override;
+  Result<std::int64_t> delete_audit_before(Millis before, int limit) override;
+
+ protected:
+  // INSERT, UPDATE or DELETE; the number of rows it changed.
+  virtual Result<std::int64_t> run_modify(const sql::Statement& s) = 0;
+  // Calls on_row for every row of a SELECT.
+  virtual Status run_query(const sql::Statement& s, const SqlRowFn& on_row) = 0;
+  virtual const sql::Dialect& dialect() const = 0;
+};
+
+}  // namespace cp

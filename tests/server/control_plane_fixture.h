@@ -1,0 +1,179 @@
+// The ControlPlane test fixture: a real SQLite store (in memory) and a local
+// object store, a simulated clock, a small fleet (clusters c1 and c2 in pool
+// pool-a, resource group rg-a with 4 guaranteed a100 GPUs, project groups
+// pa (alice, member) and pb (mallory, admin)), and helpers that act as an
+// agent or a user would.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "model/documents.h"
+#include "objstore/object_store.h"
+#include "server/control_plane.h"
+#include "server/fleet_config.h"
+#include "store/store.h"
+
+namespace cp::testing {
+
+constexpr std::string_view kFleet = R"(
+apiVersion: cubeplane/v1
+kind: Cluster
+metadata: {name: c1}
+spec: {executor: local, storage_pool: pool-a}
+---
+apiVersion: cubeplane/v1
+kind: Cluster
+metadata: {name: c2}
+spec: {executor: local, storage_pool: pool-a}
+---
+apiVersion: cubeplane/v1
+kind: User
+metadata: {name: alice}
+---
+apiVersion: cubeplane/v1
+kind: User
+metadata: {name: mallory}
+---
+apiVersion: cubeplane/v1
+kind: PriorityClass
+metadata: {name: batch}
+spec: {value: 100, grace: 7s}
+---
+apiVersion: cubeplane/v1
+kind: ResourceGroup
+metadata: {name: rg-a}
+spec:
+  clusters: [c1, c2]
+  quota:
+    gpu/a100: {guaranteed: 4}
+---
+apiVersion: cubeplane/v1
+kind: ProjectGroup
+metadata: {name: pa}
+spec:
+  members: [{user: alice, role: member}]
+  default_resource_group: rg-a
+---
+apiVersion: cubeplane/v1
+kind: ProjectGroup
+metadata: {name: pb}
+spec:
+  members: [{user: mallory, role: admin}]
+  default_resource_group: rg-a
+)";
+
+constexpr Millis kHour = 3'600'000;
+constexpr Millis kDay = 24 * kHour;
+constexpr Millis kJan1 = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+
+inline std::string pipeline_yaml(const std::string& pg, int gpus, const std::string& extra = "") {
+  return "apiVersion: cubeplane/v1\nkind: Pipeline\nmetadata: {name: p, project_group: " + pg +
+         "}\nspec:\n  priority: batch\n  steps:\n    - name: train\n      command: [\"true\"]\n"
+         "      resources: {cpu: \"1\", gpu: " +
+         std::to_string(gpus) + ", gpu_type: a100}\n" + extra;
+}
+
+inline NodeReport gpu_node(const std::string& name, int gpus) {
+  NodeReport n;
+  n.name = name;
+  n.labels = {{"gpu-type", "a100"}};
+  n.capacity = Resources::parse_or_die("cpu:16,memory:64Gi,gpu/a100:" + std::to_string(gpus));
+  n.allocatable = n.capacity;
+  for (int i = 0; i < gpus; ++i) n.gpus.push_back(GpuDevice{i, "uuid-" + std::to_string(i), "a100", 0, 0, 0});
+  return n;
+}
+
+class ControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("cp-server-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    store_ = std::move(open_store("sqlite::memory:")).value();
+    ASSERT_TRUE(store_->migrate().ok());
+    objects_ = std::move(open_object_store("file://" + dir_.string())).value();
+    ServerConfig cfg;
+    cfg.lease_ttl_s = 30;
+    cfg.lost_after_s = 40;
+    cfg.credential_ttl_s = 3600;
+    configure(cfg);
+    cp_ = std::make_unique<ControlPlane>(*store_, *objects_, clock_, cfg);
+    auto admin_token = cp_->ensure_admin_token();
+    ASSERT_TRUE(admin_token.ok() && admin_token->has_value());
+    admin_ = cp_->authenticate(**admin_token).value();
+    auto fleet = parse_fleet_config(kFleet);
+    ASSERT_TRUE(fleet.ok()) << fleet.error().message;
+    ASSERT_TRUE(apply_fleet(*cp_, *fleet).ok());
+    alice_ = user_principal("alice");
+    mallory_ = user_principal("mallory");
+  }
+  // A test class may change the server's settings before it starts.
+  virtual void configure(ServerConfig&) {}
+
+  void TearDown() override {
+    cp_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  Principal user_principal(const std::string& name) {
+    auto tok = cp_->create_token(admin_, name, json::value(nullptr));
+    EXPECT_TRUE(tok.ok());
+    return cp_->authenticate(std::string(tok->at("token").as_string())).value();
+  }
+
+  // Registers an agent for `cluster` and returns its principal and credential.
+  std::pair<Principal, std::string> connect(const std::string& cluster) {
+    auto boot = cp_->create_bootstrap_token(admin_, cluster, json::value(nullptr));
+    EXPECT_TRUE(boot.ok());
+    RegisterRequest req{cluster, std::string(boot->at("token").as_string()), "instance-1", "test"};
+    auto reg = cp_->agent_register(req, "");
+    EXPECT_TRUE(reg.ok());
+    return {cp_->authenticate_agent(reg->credential).value(), reg->credential};
+  }
+
+  SyncResponse sync(const Principal& agent, std::vector<AttemptReport> attempts, int gpus = 8) {
+    SyncRequest req;
+    req.cluster_id = agent.cluster_id;
+    req.agent_instance = "instance-1";
+    req.nodes = {gpu_node(agent.cluster_id + "-n1", gpus)};
+    req.attempts = std::move(attempts);
+    auto r = cp_->agent_sync(agent, req);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? *r : SyncResponse{};
+  }
+
+  std::vector<std::string> submit(const Principal& p, const std::string& yaml) {
+    auto doc = parse_document(yaml);
+    EXPECT_TRUE(doc.ok());
+    auto r = cp_->submit_pipeline(p, *doc);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    std::vector<std::string> ids;
+    if (r.ok()) {
+      for (const auto& t : r->at("tasks").as_array()) ids.emplace_back(t.at("id").as_string());
+    }
+    return ids;
+  }
+
+  Task task(const std::string& id) {
+    auto j = cp_->get_task(admin_, id);
+    EXPECT_TRUE(j.ok());
+    Task t;
+    json::object o = *j;
+    o.erase("attempts");
+    EXPECT_TRUE(from_json(json::value(o), t).ok());
+    return t;
+  }
+
+  std::filesystem::path dir_;
+  SimulatedClock clock_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<ObjectStore> objects_;
+  std::unique_ptr<ControlPlane> cp_;
+  Principal admin_, alice_, mallory_;
+};
+
+}  // namespace cp::testing

@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest';
+import {
+  formatBytes, formatCpu, formatDuration, formatGpus, formatMillicores, formatNumber, formatReason, formatRelative,
+  formatResource, parseQuantity, resourceLabel,
+} from './format';
+import { translate, dictionaries } from './i18n';
+
+describe('quantities', () => {
+  it('parses Kubernetes quantities', () => {
+    expect(parseQuantity('500m')).toBe(0.5);
+    expect(parseQuantity('4Gi')).toBe(4 * 2 ** 30);
+    expect(parseQuantity('2')).toBe(2);
+    expect(parseQuantity('1.5k')).toBe(1500);
+    expect(parseQuantity(3)).toBe(3);
+    expect(parseQuantity('abc')).toBeNaN();
+    expect(parseQuantity('')).toBeNaN();
+  });
+  it('formats millicores as CPUs', () => {
+    expect(formatMillicores(2500)).toBe('2.5 CPU');
+    expect(formatMillicores(1000)).toBe('1 CPU');
+    expect(formatMillicores(250)).toBe('0.25 CPU');
+    expect(formatCpu('500m')).toBe('0.5 CPU');
+    expect(formatCpu('16')).toBe('16 CPU');
+  });
+  it('formats bytes in binary units', () => {
+    expect(formatBytes(32 * 2 ** 30)).toBe('32 GiB');
+    expect(formatBytes(512 * 2 ** 20)).toBe('512 MiB');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(3 * 2 ** 40)).toBe('3 TiB');
+  });
+  it('formats plain numbers, keeping small ones visible', () => {
+    expect(formatNumber(12.345, 2)).toBe('12.35');
+    expect(formatNumber(3, 2)).toBe('3');
+    expect(formatNumber(0.00248, 2)).toBe('0.0025');
+    expect(formatNumber(0, 2)).toBe('0');
+  });
+  it('formats GPU counts', () => {
+    expect(formatGpus(1)).toBe('1 GPU');
+    expect(formatGpus(8)).toBe('8 GPUs');
+    expect(formatGpus(4, 'nvidia-a100-80gb')).toBe('4 × nvidia-a100-80gb');
+    expect(formatGpus(2, undefined, 'zh-CN')).toBe('2 块 GPU');
+  });
+  it('formats a resource by its name', () => {
+    expect(formatResource('cpu', '2500m')).toBe('2.5 CPU');
+    expect(formatResource('memory', '32Gi')).toBe('32 GiB');
+    expect(formatResource('gpu/nvidia-l40s', '2')).toBe('2 GPUs');
+    expect(resourceLabel('gpu/nvidia-l40s')).toBe('GPU nvidia-l40s');
+    expect(resourceLabel('memory', 'zh-CN')).toBe('内存');
+  });
+});
+
+describe('durations', () => {
+  it('formats seconds compactly', () => {
+    expect(formatDuration(0)).toBe('0s');
+    expect(formatDuration(45)).toBe('45s');
+    expect(formatDuration(192)).toBe('3m 12s');
+    expect(formatDuration(180)).toBe('3m');
+    expect(formatDuration(7500)).toBe('2h 5m');
+    expect(formatDuration(7200)).toBe('2h');
+    expect(formatDuration(3 * 86400 + 4 * 3600 + 59)).toBe('3d 4h');
+    expect(formatDuration(0.3)).toBe('<1s');
+    expect(formatDuration(NaN)).toBe('—');
+  });
+  it('formats in Chinese', () => {
+    expect(formatDuration(192, 'zh-CN')).toBe('3分12秒');
+    expect(formatDuration(7500, 'zh-CN')).toBe('2小时5分');
+  });
+  it('formats relative times', () => {
+    const now = 1_000_000_000;
+    expect(formatRelative(now - 192_000, now)).toBe('3m 12s ago');
+    expect(formatRelative(now + 7_500_000, now)).toBe('in 2h 5m');
+    expect(formatRelative(now - 60_000, now, 'zh-CN')).toBe('1分前');
+    expect(formatRelative(0, now)).toBe('—');
+  });
+});
+
+describe('reasons', () => {
+  const quota = {
+    code: 'quota_exceeded',
+    message: 'quota: gpu/nvidia-l40s 0 of 2 in use by rg-common-gpu, this task asks for 4',
+    message_zh: '配额不足：rg-common-gpu 的 gpu/nvidia-l40s 已用 0/2，本任务申请 4',
+    details: { resource: 'gpu/nvidia-l40s', used: 0, requested: 4, limit: 2, guaranteed: 2, resource_group: 'rg-common-gpu' },
+  };
+  it('words a quota refusal with its figures', () => {
+    expect(formatReason(quota)).toBe(
+      'Over quota: resource group rg-common-gpu has 0 of 2 nvidia-l40s GPUs in use, and this task asks for 4.');
+    expect(formatReason(quota, 'zh-CN')).toBe(
+      '配额不足：资源组 rg-common-gpu 的 GPU nvidia-l40s 已用 0/2，本任务申请 4。');
+  });
+  it('counts cpu in millicores and memory in bytes', () => {
+    const r = { ...quota, details: { resource: 'cpu', used: 7500, requested: 2000, limit: 8000, resource_group: 'rg' } };
+    expect(formatReason(r)).toBe('Over quota: resource group rg has 7.5 CPU of 8 CPU in use, and this task asks for 2 CPU.');
+    const m = { ...quota, details: { resource: 'memory', used: 30 * 2 ** 30, requested: 4 * 2 ** 30, limit: 32 * 2 ** 30, resource_group: 'rg' } };
+    expect(formatReason(m)).toContain('30 GiB of 32 GiB memory in use');
+  });
+  it('counts the nodes that do not fit', () => {
+    const r = { code: 'no_matching_node', message: 'no node fits', details: { nodes_total: 12, maintenance: 3, gpu_type_mismatch: 9, nodes_fit: 0 } };
+    expect(formatReason(r)).toBe('No node fits: 12 nodes; 3 in maintenance, 9 have another GPU type.');
+    expect(formatReason(r, 'zh-CN')).toBe('没有可用的节点：共 12 个节点，其中 3 个处于维护中，9 个GPU 型号不符。');
+  });
+  it('names upstream tasks', () => {
+    const r = { code: 'waiting_for_dependencies', message: 'x', details: { tasks: ['t-1'] } };
+    expect(formatReason(r)).toBe('Waiting for 1 upstream task: t-1.');
+  });
+  it('falls back to the server message in the language asked for', () => {
+    const r = { code: 'something_new', message: 'it waits', message_zh: '它在等待' };
+    expect(formatReason(r)).toBe('it waits');
+    expect(formatReason(r, 'zh-CN')).toBe('它在等待');
+    expect(formatReason({ code: 'bare', message: '' })).toBe('bare');
+  });
+});
+
+describe('i18n', () => {
+  it('has every key in both languages', () => {
+    const en = Object.keys(dictionaries.en).sort();
+    expect(Object.keys(dictionaries['zh-CN']).sort()).toEqual(en);
+    for (const k of en) expect(dictionaries['zh-CN'][k as keyof typeof dictionaries.en]).not.toBe('');
+  });
+  it('fills placeholders', () => {
+    expect(translate('en', 'task.attempt', { n: 2 })).toBe('Attempt 2');
+    expect(translate('zh-CN', 'task.attempt', { n: 2 })).toBe('第 2 次尝试');
+  });
+});

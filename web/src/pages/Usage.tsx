@@ -1,0 +1,138 @@
+import { useMemo, useState } from 'react';
+import { ApiError, qs, type Api, type UsageRow } from '../api';
+import { formatNumber } from '../format';
+import { Chart } from '../chart';
+import { useI18n, type Key } from '../i18n';
+import { Empty, ErrorBox, Page, Show, useLoad, useSession } from '../ui';
+
+const GROUPS = ['project_group', 'resource_group', 'cluster', 'gpu_type', 'user'] as const;
+const METRICS = ['gpu_hours', 'cpu_hours', 'memory_hours', 'attempts'] as const;
+type Group = (typeof GROUPS)[number];
+type Metric = (typeof METRICS)[number];
+
+export function metricValue(r: UsageRow, m: Metric): number {
+  switch (m) {
+    case 'gpu_hours': return Number(r.gpu_hours ?? r.gpu_seconds / 3600);
+    case 'cpu_hours': return Number(r.cpu_core_seconds) / 3600;
+    case 'memory_hours': return Number(r.memory_gib_seconds) / 3600;
+    case 'attempts': return Number(r.attempts);
+  }
+}
+
+function isoDay(d: Date): string { return d.toISOString().slice(0, 10); }
+
+interface Data { byMonth: UsageRow[]; byGroup: UsageRow[] }
+
+export function Usage() {
+  const { t } = useI18n();
+  const { api } = useSession();
+  const today = new Date();
+  const [from, setFrom] = useState(isoDay(new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth() - 5, 1))));
+  const [to, setTo] = useState(isoDay(new Date(today.getTime() + 86400000)));
+  const [group, setGroup] = useState<Group>('project_group');
+  const [metric, setMetric] = useState<Metric>('gpu_hours');
+  const [csvError, setCsvError] = useState<ApiError>();
+
+  const l = useLoad(async (a: Api, signal): Promise<Data> => {
+    const [byMonth, byGroup] = await Promise.all([
+      a.get<{ items: UsageRow[] }>(`/api/v1/usage${qs({ from, to, group_by: `month,${group}` })}`, signal),
+      a.get<{ items: UsageRow[] }>(`/api/v1/usage${qs({ from, to, group_by: group })}`, signal),
+    ]);
+    return { byMonth: byMonth.items, byGroup: byGroup.items };
+  }, [from, to, group], 60000);
+
+  async function downloadCsv() {
+    setCsvError(undefined);
+    try {
+      const csv = await api.text(`/api/v1/usage${qs({ from, to, group_by: `month,${group}` })}`, 'text/csv');
+      const url = URL.createObjectURL(new Blob([csv], { type: 'text/csv' }));
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = `cubeplane-usage-${from}-${to}-${group}.csv`;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
+    } catch (e) {
+      if (e instanceof ApiError) setCsvError(e);
+    }
+  }
+
+  return (
+    <Page title={t('usage.title')} actions={<button onClick={downloadCsv} data-testid="csv">{t('usage.csv')}</button>}>
+      {csvError && <ErrorBox error={csvError} />}
+      <div className="filters card">
+        <label>{t('usage.from')}<input type="date" value={from} onChange={(e) => setFrom(e.target.value)} /></label>
+        <label>{t('usage.to')}<input type="date" value={to} onChange={(e) => setTo(e.target.value)} /></label>
+        <label>{t('usage.groupBy')}
+          <select value={group} onChange={(e) => setGroup(e.target.value as Group)}>
+            {GROUPS.map((g) => <option key={g} value={g}>{t(`usage.group.${g}` as Key)}</option>)}
+          </select>
+        </label>
+        <label>{t('usage.metric')}
+          <select value={metric} onChange={(e) => setMetric(e.target.value as Metric)}>
+            {METRICS.map((m) => <option key={m} value={m}>{t(`usage.${m}` as Key)}</option>)}
+          </select>
+        </label>
+      </div>
+      <Show l={l}>{(d) => d.byGroup.length === 0 ? <div className="card"><Empty>{t('usage.empty')}</Empty></div> : (
+        <UsageCharts data={d} group={group} metric={metric} />
+      )}</Show>
+    </Page>
+  );
+}
+
+function UsageCharts({ data, group, metric }: { data: Data; group: Group; metric: Metric }) {
+  const { t } = useI18n();
+  const none = t('common.none');
+  const name = (r: UsageRow) => String(r[group] ?? '') || none;
+  const monthOption = useMemo(() => {
+    const months = [...new Set(data.byMonth.map((r) => String(r.month)))].sort();
+    const groups = [...new Set(data.byMonth.map(name))].sort();
+    return {
+      tooltip: { trigger: 'axis' },
+      legend: { type: 'scroll', top: 0 },
+      grid: { left: 60, right: 20, top: 40, bottom: 30 },
+      xAxis: { type: 'category', data: months },
+      yAxis: { type: 'value', name: t(`usage.${metric}` as Key) },
+      series: groups.map((g) => ({
+        name: g, type: 'bar', stack: 'total',
+        data: months.map((m) => data.byMonth.filter((r) => String(r.month) === m && name(r) === g)
+          .reduce((s, r) => s + metricValue(r, metric), 0)),
+      })),
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [data, group, metric, t]);
+  const groupOption = useMemo(() => {
+    const rows = [...data.byGroup].sort((a, b) => metricValue(b, metric) - metricValue(a, metric));
+    return {
+      tooltip: { trigger: 'axis' },
+      grid: { left: 140, right: 30, top: 10, bottom: 30 },
+      xAxis: { type: 'value', name: t(`usage.${metric}` as Key) },
+      yAxis: { type: 'category', data: rows.map(name).reverse() },
+      series: [{ type: 'bar', data: rows.map((r) => metricValue(r, metric)).reverse(), itemStyle: { color: '#2c6fbb' } }],
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [data, group, metric, t]);
+  return (
+    <>
+      <div className="grid2">
+        <div className="card"><h2>{t('usage.byMonth')}</h2><Chart option={monthOption} testId="usage-month" /></div>
+        <div className="card"><h2>{t('usage.byGroup')}</h2>
+          <Chart option={groupOption} height={Math.max(200, 60 + data.byGroup.length * 26)} testId="usage-group" /></div>
+      </div>
+      <div className="card">
+        <table className="table" data-testid="usage-table">
+          <thead><tr>
+            <th>{t(`usage.group.${group}` as Key)}</th>
+            {METRICS.map((m) => <th key={m} className="num">{t(`usage.${m}` as Key)}</th>)}
+          </tr></thead>
+          <tbody>{data.byGroup.map((r, i) => (
+            <tr key={i}><td>{name(r)}</td>
+              {METRICS.map((m) => <td key={m} className="num">{formatNumber(metricValue(r, m), m === 'attempts' ? 0 : 2)}</td>)}</tr>
+          ))}</tbody>
+        </table>
+      </div>
+    </>
+  );
+}
