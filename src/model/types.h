@@ -80,7 +80,7 @@ struct GpuDevice {
   std::string model;  // the gpu type, e.g. "nvidia-a100-80gb"
   std::int64_t memory_total = 0;  // bytes
   std::int64_t memory_used = 0;   // bytes
-  int utilization = 0;            // percent, 0..100
+  int utilization = 0;            // percent, 0..100; -1: not measured (declared GPUs, no NVML)
 };
 BOOST_DESCRIBE_STRUCT(GpuDevice, (), (index, uuid, model, memory_total, memory_used, utilization))
 

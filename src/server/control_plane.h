@@ -67,10 +67,10 @@ struct ServerConfig {
   std::int64_t retention_batch = 1000;
   // Monitoring (alerts.cpp, overview.cpp), on a thread of its own: every
   // sample_interval_s each cluster's GPUs, allocation and utilization go to
-  // its history; every alert_interval_s the alert rules run and due
+  // its history (a bucket's gauges are the mean of its samples); every alert_interval_s the alert rules run and due
   // deliveries are made. History is kept by minute for history_minutes_s,
   // by hour for history_hours_s, by day for history_days_s.
-  std::int64_t sample_interval_s = 60;
+  std::int64_t sample_interval_s = 15;
   std::int64_t alert_interval_s = 15;
   std::int64_t history_minutes_s = 2 * 86400;
   std::int64_t history_hours_s = 90 * 86400;

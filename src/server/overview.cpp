@@ -25,7 +25,8 @@ Status ControlPlane::sample_fleet() {
       if (it == gauges.end()) continue;
       it->second.gpus_total += n.capacity.gpus();
       for (const auto& g : n.gpus) {
-        it->second.gpu_util_sum += std::clamp(g.utilization, 0, 100);
+        if (g.utilization < 0) continue;  // not measured: no figure rather than 0 %
+        it->second.gpu_util_sum += std::min(g.utilization, 100);
         it->second.gpu_util_devices += 1;
       }
     }

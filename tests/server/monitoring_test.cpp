@@ -377,6 +377,28 @@ TEST_F(MonitoringTest, TheOverviewShowsAllocationWaitAndFailuresPerClusterAndBuc
   EXPECT_EQ(cp_->overview(alice_, 0).error().status, 400);
 }
 
+TEST_F(MonitoringTest, UtilizationIsTheMeanOfMeasuredDevicesAndUnmeasuredOnesGiveNoFigure) {
+  auto [a1, c1] = connect("c1");
+  auto [a2, c2] = connect("c2");
+  SyncRequest req;
+  req.agent_instance = "instance-1";
+  req.cluster_id = "c1";
+  req.nodes = {gpu_node("c1-n1", 4)};
+  for (int i = 0; i < 4; ++i) req.nodes[0].gpus[i].utilization = i < 2 ? 90 : -1;  // two measured
+  ASSERT_TRUE(cp_->agent_sync(a1, req).ok());
+  req.cluster_id = "c2";
+  req.nodes = {gpu_node("c2-n1", 2)};
+  for (auto& g : req.nodes[0].gpus) g.utilization = -1;  // declared GPUs: nothing measured
+  ASSERT_TRUE(cp_->agent_sync(a2, req).ok());
+  ASSERT_TRUE(cp_->sample_fleet().ok());
+  auto o = cp_->overview(alice_, 1);
+  ASSERT_TRUE(o.ok());
+  const auto& clusters = o->at("clusters").as_array();
+  EXPECT_DOUBLE_EQ(clusters[0].at("cells").as_array().back().at("gpu_utilization").as_double(), 90.0);
+  EXPECT_TRUE(clusters[1].at("cells").as_array().back().at("gpu_utilization").is_null());
+  EXPECT_DOUBLE_EQ(clusters[1].at("cells").as_array().back().at("allocation").as_double(), 0.0);
+}
+
 TEST_F(MonitoringTest, ADryRunChecksEverythingAndCreatesNothing) {
   auto doc = parse_document(pipeline_yaml("pa", 2));
   ASSERT_TRUE(doc.ok());

@@ -204,6 +204,7 @@ std::vector<GpuDevice> Nvml::devices() const {
       g.memory_used = static_cast<std::int64_t>(mem.used);
     }
     Api::Utilization util{};
+    g.utilization = -1;  // unless NVML tells
     if (api_->utilization(dev, &util) == 0) g.utilization = static_cast<int>(util.gpu > 100 ? 100 : util.gpu);
     out.push_back(std::move(g));
   }

@@ -526,6 +526,7 @@ std::vector<NodeReport> LocalExecutor::inventory() {
           g.uuid = "declared-" + d.name + "-" + std::to_string(i);
           g.model = d.gpus.type;
           g.memory_total = d.gpus.memory_bytes;
+          g.utilization = -1;  // declared, not measured
           n.gpus.push_back(std::move(g));
         }
       }
