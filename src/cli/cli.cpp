@@ -25,6 +25,7 @@ void register_client_commands(CLI::App& app, ClientContext& ctx) {
   register_group_commands(app, ctx);
   register_account_commands(app, ctx);
   register_report_commands(app, ctx);
+  register_approval_commands(app, ctx);
 }
 
 int exit_code_for_parse_error(const CLI::App& app, const CLI::ParseError& e, ClientContext& ctx) {

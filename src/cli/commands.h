@@ -49,6 +49,7 @@ void register_task_commands(CLI::App& app, ClientContext& ctx);     // submit, t
 void register_cluster_commands(CLI::App& app, ClientContext& ctx);  // clusters, nodes
 void register_group_commands(CLI::App& app, ClientContext& ctx);    // resource-groups, project-groups, priority-classes, apply
 void register_account_commands(CLI::App& app, ClientContext& ctx);  // users, tokens
-void register_report_commands(CLI::App& app, ClientContext& ctx);   // usage, events, version
+void register_report_commands(CLI::App& app, ClientContext& ctx);   // usage, events, alerts, prices, audit, version
+void register_approval_commands(CLI::App& app, ClientContext& ctx);  // approvals
 
 }  // namespace cp::cli

@@ -344,4 +344,22 @@ bool is_valid_time_arg(std::string_view s) {
   return parse_time(s, t);
 }
 
+std::optional<std::int64_t> parse_duration_arg(std::string_view text) {
+  std::int64_t total = 0;
+  std::int64_t n = -1;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      n = (n < 0 ? 0 : n) * 10 + (c - '0');
+      if (n > 100'000'000) return std::nullopt;
+      continue;
+    }
+    std::int64_t unit = c == 's' ? 1 : c == 'm' ? 60 : c == 'h' ? 3600 : c == 'd' ? 86400 : 0;
+    if (unit == 0 || n < 0) return std::nullopt;
+    total += n * unit;
+    n = -1;
+  }
+  if (n >= 0 || total <= 0) return std::nullopt;  // a number without its unit
+  return total;
+}
+
 }  // namespace cp::cli

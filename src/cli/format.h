@@ -3,6 +3,7 @@
 // passes `now`), so each is tested on its own (tests/cli/format_test.cpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,6 +59,10 @@ std::string pretty_json(const json::value& v);
 // Exit status of the CLI for an HTTP status: 0 for 2xx, 1 for anything else:
 // a refusal (4xx/5xx), a redirect (not followed) or no answer (0).
 int exit_code_for_http_status(long status);
+
+// "90s", "15m", "12h", "7d", "1h30m" -> seconds; nullopt for anything else
+// (and for 0).
+std::optional<std::int64_t> parse_duration_arg(std::string_view text);
 
 // ------------------------------------------------ reading loosely typed JSON
 // The CLI prints whatever the server sends; a missing or oddly typed member

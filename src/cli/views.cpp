@@ -450,6 +450,20 @@ std::string alerts_table(const json::array& alerts, Millis now) {
   return t.render();
 }
 
+std::string approvals_table(const json::array& approvals, Millis now) {
+  Table t({"ID", "PROJECT GROUP", "RESOURCE GROUP", "STATE", "REQUESTED BY", "DECIDED BY", "UNTIL", "AGE", "REASON"});
+  for (const auto& a : approvals) {
+    std::string state = str_at(a, "state");
+    const Millis until = millis_at(a, "expires_at");
+    if (state == "approved" && until != 0 && until <= now) state = "expired";
+    t.add_row({str_at(a, "id"), str_at(a, "project_group"), str_at(a, "resource_group"), or_dash(state),
+               or_dash(str_at(a, "requested_by")), or_dash(str_at(a, "decided_by")),
+               until == 0 ? "-" : format_time_short(until), format_age(now, millis_at(a, "created_at")),
+               or_dash(truncate(str_at(a, "reason"), kMessageWidth))});
+  }
+  return t.render();
+}
+
 std::string audit_table(const json::array& entries) {
   Table t({"TIME", "USER", "FROM", "REQUEST", "STATUS", "ERROR"});
   for (const auto& e : entries) {

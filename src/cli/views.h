@@ -45,6 +45,8 @@ std::string usage_table(const json::array& rows);
 std::string alerts_table(const json::array& alerts, Millis now);
 // The price table document: resource, price an hour, from, in its currency.
 std::string prices_table(const json::value& document);
+// Approvals: id, pair, state (active or expired), who asked and decided, until when.
+std::string approvals_table(const json::array& approvals, Millis now);
 // The audit log: time, user, address, request, status, and the error of a refusal.
 std::string audit_table(const json::array& entries);
 

@@ -14,6 +14,7 @@ void add_api_routes(Router& router, ControlPlane& cp, Metrics* metrics, const st
   detail::add_task_routes(router, cp);
   detail::add_agent_routes(router, cp);
   detail::add_monitoring_routes(router, cp);
+  detail::add_approval_routes(router, cp);
 
   // Built per request from the live table, so it always matches what is served.
   router.add("GET", "/api/v1/openapi.json",

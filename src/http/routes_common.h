@@ -57,6 +57,8 @@ Result<bool> bool_param(const Request& req, const std::string& name, bool fallba
 Result<int> limit_param(const Request& req, int fallback = 100);
 // Comma-separated task states; each must be a TaskState name.
 Result<std::set<TaskState>> states_param(const Request& req);
+// "a,b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> split_list(const std::string& s);
 // RFC 3339 or a date; absent -> fallback.
 Result<Millis> time_param(const Request& req, const std::string& name, Millis fallback);
 
@@ -79,6 +81,7 @@ void add_document_routes(Router& router, ControlPlane& cp);
 void add_task_routes(Router& router, ControlPlane& cp);
 void add_agent_routes(Router& router, ControlPlane& cp);
 void add_monitoring_routes(Router& router, ControlPlane& cp);
+void add_approval_routes(Router& router, ControlPlane& cp);
 // Records every change by a user in the audit log (Router::set_audit).
 void audit_changes(Router& router, ControlPlane& cp);
 

@@ -11,21 +11,13 @@ namespace {
 
 Result<std::set<AlertState>> alert_states_param(const Request& req) {
   std::set<AlertState> out;
-  std::string s = req.query_param("state");
-  std::size_t start = 0;
-  while (start <= s.size() && !s.empty()) {
-    auto comma = s.find(',', start);
-    auto name = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!name.empty()) {
-      AlertState st{};
-      if (!boost::describe::enum_from_string(name.c_str(), st)) {
-        return errors::invalid("state", "unknown alert state \"" + name + "\" (pending, firing or resolved)",
-                               "未知的告警状态 \"" + name + "\"（pending、firing 或 resolved）");
-      }
-      out.insert(st);
+  for (const auto& name : split_list(req.query_param("state"))) {
+    AlertState st{};
+    if (!boost::describe::enum_from_string(name.c_str(), st)) {
+      return errors::invalid("state", "unknown alert state \"" + name + "\" (pending, firing or resolved)",
+                             "未知的告警状态 \"" + name + "\"（pending、firing 或 resolved）");
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+    out.insert(st);
   }
   return out;
 }

@@ -134,18 +134,6 @@ std::string usage_csv(const json::array& rows, const std::vector<std::string>& g
   return out;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= s.size()) {
-    auto comma = s.find(',', start);
-    auto piece = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!piece.empty()) out.push_back(piece);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 }  // namespace
 

@@ -230,6 +230,19 @@ class ControlPlane {
   // and the firing alerts (see docs/rest-shapes.md).
   Result<json::object> overview(const Principal& p, std::int64_t hours);
 
+  // -------------------------------------------------------- approvals
+  // A member (or admin) of the project group asks to use a resource group
+  // the group lists with `approval: required`: body {project_group,
+  // resource_group, reason}. 409 while one is pending or holds.
+  Result<Approval> request_approval(const Principal& p, const json::value& body);
+  // verb: approve ({ttl_s?, note?}), deny ({note?}) a pending one, or revoke
+  // ({note?}) an approved one; by an admin of the project group or a
+  // platform admin.
+  Result<Approval> decide_approval(const Principal& p, const std::string& id, const std::string& verb,
+                                   const json::value& body);
+  // Newest first; those of the caller's project groups (all for admins and viewers).
+  Result<ApprovalPage> list_approvals(const Principal& p, ApprovalQuery q);
+
   // ------------------------------------------------------------ audit
   // Stores one change made through the API (the HTTP layer fills it; the id
   // and time are set here). Read by admins only.

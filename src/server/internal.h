@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,12 @@ Status record_attempt_end(Tx& tx, const Task* task, const Attempt& a);
 
 inline constexpr Millis kDayMs = 86'400'000;
 inline Millis day_start(Millis t) { return t - ((t % kDayMs) + kDayMs) % kDayMs; }
+
+// Why `p` may not submit into resource group `rg` of project group `pg`
+// for want of an approval (pg lists rg with approval: required and no
+// approval holds at `now`; platform admins need none); nullopt: it may.
+Result<std::optional<Error>> approval_refusal(Tx& tx, const ProjectGroup& pg, const std::string& rg,
+                                              const Principal& p, Millis now);
 
 Error unknown_reference(const std::string& field, const std::string& kind, const std::string& name);
 Error forbidden_for(const Principal& p, const std::string& what_en, const std::string& what_zh);

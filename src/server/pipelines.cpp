@@ -106,14 +106,8 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
       e.code = "resource_group_not_allowed";
       return e;
     }
-    for (const auto& grant : pg->resource_groups) {
-      if (grant.name == rg->name && grant.approval == "required" && !p.is_admin()) {
-        Error e = errors::forbidden("resource group " + rg->name + " needs an approval for project group " + pg->name,
-                                    "项目组 " + pg->name + " 使用资源组 " + rg->name + " 需要审批");
-        e.code = "approval_required";
-        return e;
-      }
-    }
+    CP_ASSIGN(auto refusal, internal::approval_refusal(tx, *pg, rg->name, p, now));
+    if (refusal) return *refusal;
     for (const auto& [k, v] : rg->required_labels) {
       auto it = pipeline.labels.find(k);
       if (it == pipeline.labels.end() || it->second != v) {

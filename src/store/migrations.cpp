@@ -236,6 +236,8 @@ constexpr std::string_view kV1Postgres =
 //   every pass.
 // - audit_log: every change made through the API (AuditEntry in `doc`),
 //   read newest first, by time or by user.
+// - approvals: requests to use a resource group that a project group lists
+//   with `approval: required` (model/approval.h), found by their pair.
 // On PostgreSQL, usage_monthly_groups (migration 2) goes: it holds the
 // counters that every ledger upsert changes, so there no such update can be
 // HOT, each adds an index entry, and the planner reads a month's rows from
@@ -282,6 +284,17 @@ CREATE TABLE audit_log (
 );
 CREATE INDEX audit_at ON audit_log (at, id);
 CREATE INDEX audit_user_at ON audit_log (user_name, at, id);
+
+CREATE TABLE approvals (
+  id TEXT PRIMARY KEY,
+  project_group TEXT NOT NULL,
+  resource_group TEXT NOT NULL,
+  state TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  doc TEXT NOT NULL
+);
+CREATE INDEX approvals_pair ON approvals (project_group, resource_group, state);
+CREATE INDEX approvals_created ON approvals (created_at, id);
 )sql";
 
 constexpr std::string_view kV3Postgres = R"sql(
@@ -294,12 +307,14 @@ DROP INDEX audit_at;
 DROP INDEX audit_user_at;
 CREATE INDEX audit_at ON audit_log (at, id COLLATE "C");
 CREATE INDEX audit_user_at ON audit_log (user_name, at, id COLLATE "C");
+DROP INDEX approvals_created;
+CREATE INDEX approvals_created ON approvals (created_at, id COLLATE "C");
 )sql";
 
 constexpr std::array<Migration, 3> kMigrations{{
     {1, "initial schema", kV1, kV1Postgres},
     {2, "task list indices, usage ledger", kV2, kV2Postgres},
-    {3, "cluster history, alerts, audit log", kV3, kV3Postgres},
+    {3, "cluster history, alerts, audit log, approvals", kV3, kV3Postgres},
 }};
 
 }  // namespace

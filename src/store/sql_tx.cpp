@@ -156,6 +156,30 @@ Result<std::pair<Millis, std::string>> parse_time_cursor(const std::string& c) {
   return errors::invalid("cursor", "malformed cursor", "游标格式错误");
 }
 
+// Pages newest first by (time_col, id): appends where the page after
+// `cursor` starts, the order, and a limit of one row more than the page (to
+// tell whether another follows). Returns the page size.
+Result<int> newest_first(sql::Statement& s, const std::string& time_col, const std::string& cursor, int limit,
+                         const std::string& by) {
+  if (!cursor.empty()) {
+    CP_ASSIGN(auto after, parse_time_cursor(cursor));
+    s.text += " AND (" + time_col + " < ? OR (" + time_col + " = ? AND id" + by + " < ?))";
+    s.args.insert(s.args.end(), {after.first, after.first, after.second});
+  }
+  const int page = std::clamp(limit, 1, static_cast<int>(sql::kMaxPageSize));
+  s.text += " ORDER BY " + time_col + " DESC, id" + by + " DESC LIMIT ?";
+  s.args.emplace_back(std::int64_t{page + 1});
+  return page;
+}
+
+// Cuts rows read by newest_first to the page; the next page's cursor or "".
+template <class T, class TimeOf>
+std::string cut_page(std::vector<T>& items, int page, TimeOf time_of) {
+  if (static_cast<int>(items.size()) <= page) return "";
+  items.resize(page);
+  return time_cursor(time_of(items.back()), items.back().id);
+}
+
 }  // namespace
 
 Status SqlTx::upsert_alert(const Alert& a) {
@@ -192,24 +216,14 @@ Result<AlertPage> SqlTx::list_alerts(const AlertQuery& q) {
     for (auto st : q.states) names.push_back(enum_name(st));
     sql::append_in(s, "state", names);
   }
-  if (!q.cursor.empty()) {
-    CP_ASSIGN(auto after, parse_time_cursor(q.cursor));
-    s.text += " AND (started_at < ? OR (started_at = ? AND id" + by + " < ?))";
-    s.args.insert(s.args.end(), {after.first, after.first, after.second});
-  }
-  const int limit = std::clamp(q.limit, 1, static_cast<int>(sql::kMaxPageSize));
-  s.text += " ORDER BY started_at DESC, id" + by + " DESC LIMIT ?";
-  s.args.emplace_back(std::int64_t{limit + 1});
+  CP_ASSIGN(const int limit, newest_first(s, "started_at", q.cursor, q.limit, by));
   AlertPage page;
   CP_TRY(run_query(s, [&](const Row& row) -> Status {
     CP_ASSIGN(auto a, decode_row<Alert>(row.text(0), "alerts"));
     page.items.push_back(std::move(a));
     return {};
   }));
-  if (static_cast<int>(page.items.size()) > limit) {
-    page.items.resize(limit);
-    page.next_cursor = time_cursor(page.items.back().started_at, page.items.back().id);
-  }
+  page.next_cursor = cut_page(page.items, limit, [](const Alert& a) { return a.started_at; });
   return page;
 }
 
@@ -223,6 +237,55 @@ Result<std::int64_t> SqlTx::delete_alerts_resolved_before(Millis before, int lim
   return run_modify({"DELETE FROM alerts WHERE id IN (SELECT id FROM alerts WHERE is_open = 0 AND updated_at < ? "
                      "ORDER BY updated_at LIMIT ?)",
                      {before, std::int64_t{std::max(1, limit)}}});
+}
+
+// --------------------------------------------------------------- approvals
+
+Status SqlTx::upsert_approval(const Approval& a) {
+  if (a.id.empty()) return errors::invalid("approval", "an approval needs an id", "审批需要 id");
+  CP_TRY(run_modify({"INSERT INTO approvals (id, project_group, resource_group, state, created_at, doc) VALUES "
+                     "(?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET state = excluded.state, doc = excluded.doc",
+                     {a.id, a.project_group, a.resource_group, enum_name(a.state), a.created_at, encode_row(a)}}));
+  return {};
+}
+
+Result<std::optional<Approval>> SqlTx::get_approval(const std::string& id) {
+  std::optional<Approval> out;
+  CP_TRY(run_query({"SELECT doc FROM approvals WHERE id = ?", {id}}, [&](const Row& row) -> Status {
+    CP_ASSIGN(auto a, decode_row<Approval>(row.text(0), "approvals"));
+    out = std::move(a);
+    return {};
+  }));
+  return out;
+}
+
+Result<ApprovalPage> SqlTx::list_approvals(const ApprovalQuery& q) {
+  const std::string by = std::string(dialect().bytewise);
+  ApprovalPage page;
+  if (q.project_groups && q.project_groups->empty()) return page;
+  sql::Statement s{"SELECT doc FROM approvals WHERE 1 = 1", {}};
+  if (q.project_groups) sql::append_in(s, "project_group", {q.project_groups->begin(), q.project_groups->end()});
+  if (!q.project_group.empty()) {
+    s.text += " AND project_group = ?";
+    s.args.emplace_back(q.project_group);
+  }
+  if (!q.resource_group.empty()) {
+    s.text += " AND resource_group = ?";
+    s.args.emplace_back(q.resource_group);
+  }
+  if (!q.states.empty()) {
+    std::vector<std::string> names;
+    for (auto st : q.states) names.push_back(enum_name(st));
+    sql::append_in(s, "state", names);
+  }
+  CP_ASSIGN(const int limit, newest_first(s, "created_at", q.cursor, q.limit, by));
+  CP_TRY(run_query(s, [&](const Row& row) -> Status {
+    CP_ASSIGN(auto a, decode_row<Approval>(row.text(0), "approvals"));
+    page.items.push_back(std::move(a));
+    return {};
+  }));
+  page.next_cursor = cut_page(page.items, limit, [](const Approval& a) { return a.created_at; });
+  return page;
 }
 
 // --------------------------------------------------------------- audit log
@@ -245,24 +308,14 @@ Result<AuditPage> SqlTx::list_audit(const AuditQuery& q) {
     s.text += " AND at < ?";
     s.args.emplace_back(q.to);
   }
-  if (!q.cursor.empty()) {
-    CP_ASSIGN(auto after, parse_time_cursor(q.cursor));
-    s.text += " AND (at < ? OR (at = ? AND id" + by + " < ?))";
-    s.args.insert(s.args.end(), {after.first, after.first, after.second});
-  }
-  const int limit = std::clamp(q.limit, 1, static_cast<int>(sql::kMaxPageSize));
-  s.text += " ORDER BY at DESC, id" + by + " DESC LIMIT ?";
-  s.args.emplace_back(std::int64_t{limit + 1});
+  CP_ASSIGN(const int limit, newest_first(s, "at", q.cursor, q.limit, by));
   AuditPage page;
   CP_TRY(run_query(s, [&](const Row& row) -> Status {
     CP_ASSIGN(auto e, decode_row<AuditEntry>(row.text(0), "audit_log"));
     page.items.push_back(std::move(e));
     return {};
   }));
-  if (static_cast<int>(page.items.size()) > limit) {
-    page.items.resize(limit);
-    page.next_cursor = time_cursor(page.items.back().at, page.items.back().id);
-  }
+  page.next_cursor = cut_page(page.items, limit, [](const AuditEntry& e) { return e.at; });
   return page;
 }
 

@@ -43,6 +43,9 @@ class SqlTx : public Tx {
   Status append_audit(const AuditEntry& e) override;
   Result<AuditPage> list_audit(const AuditQuery& q) override;
   Result<std::int64_t> delete_audit_before(Millis before, int limit) override;
+  Status upsert_approval(const Approval& a) override;
+  Result<std::optional<Approval>> get_approval(const std::string& id) override;
+  Result<ApprovalPage> list_approvals(const ApprovalQuery& q) override;
 
  protected:
   // INSERT, UPDATE or DELETE; the number of rows it changed.

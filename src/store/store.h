@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "model/approval.h"
 #include "model/monitoring.h"
 #include "model/types.h"
 
@@ -95,6 +96,21 @@ struct AuditQuery {
 
 struct AuditPage {
   std::vector<AuditEntry> items;
+  std::string next_cursor;
+};
+
+// Approvals, newest first by (created_at, id).
+struct ApprovalQuery {
+  std::optional<std::set<std::string>> project_groups;  // set = only these (may be empty: none)
+  std::string project_group;   // "" = any
+  std::string resource_group;  // "" = any
+  std::set<ApprovalState> states;  // empty = any
+  int limit = 100;
+  std::string cursor;
+};
+
+struct ApprovalPage {
+  std::vector<Approval> items;
   std::string next_cursor;
 };
 
@@ -224,6 +240,11 @@ class Tx {
   virtual Status append_audit(const AuditEntry& e) = 0;
   virtual Result<AuditPage> list_audit(const AuditQuery& q) = 0;
   virtual Result<std::int64_t> delete_audit_before(Millis before, int limit) = 0;
+
+  // Approvals, written whole.
+  virtual Status upsert_approval(const Approval& a) = 0;
+  virtual Result<std::optional<Approval>> get_approval(const std::string& id) = 0;
+  virtual Result<ApprovalPage> list_approvals(const ApprovalQuery& q) = 0;
 };
 
 class Store {

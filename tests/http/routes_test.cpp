@@ -232,6 +232,11 @@ TEST_F(ApiTest, RoutesEveryCallOfTheContract) {
       {"GET", "/api/v1/price-table"},
       {"PUT", "/api/v1/price-table"},
       {"GET", "/api/v1/audit"},
+      {"POST", "/api/v1/approvals"},
+      {"GET", "/api/v1/approvals"},
+      {"POST", "/api/v1/approvals/{id}/approve"},
+      {"POST", "/api/v1/approvals/{id}/deny"},
+      {"POST", "/api/v1/approvals/{id}/revoke"},
   };
   std::set<std::pair<std::string, std::string>> routed;
   for (const auto& r : router_.routes()) routed.emplace(r.method, r.pattern);
@@ -661,6 +666,33 @@ spec:
   auto got = parse(call("GET", "/api/v1/price-table", alice_));
   EXPECT_EQ(got.at("spec").at("currency").as_string(), "CNY");
   EXPECT_EQ(got.at("spec").at("prices").at(0).at("per_hour").as_string(), "15.5");
+}
+
+TEST_F(ApiTest, ApprovalsAreAskedForListedAndDecidedOverHttp) {
+  seed();
+  const char* rg_b = "apiVersion: cubeplane/v1\nkind: ResourceGroup\nmetadata: {name: rg-b}\nspec:\n  clusters: [c1]\n";
+  ASSERT_EQ(call("PUT", "/api/v1/resource-groups/rg-b", admin_, rg_b, kYaml).status, 201);
+  const std::string pa = std::string(kProjectGroup) + "  resource_groups: [{name: rg-b, approval: required}]\n";
+  ASSERT_EQ(call("PUT", "/api/v1/project-groups/pa", admin_, pa, kYaml).status, 200);
+  auto asked = call("POST", "/api/v1/approvals", alice_,
+                    R"({"project_group":"pa","resource_group":"rg-b","reason":"deadline"})");
+  ASSERT_EQ(asked.status, 201) << asked.body;
+  const std::string id(parse(asked).at("id").as_string());
+  EXPECT_FALSE(parse(asked).at("active").as_bool());
+  EXPECT_EQ(error_code(call("POST", "/api/v1/approvals", alice_, R"({"project_group":"pa","resource_group":"rg-b"})")),
+            "already_exists");
+  EXPECT_EQ(call("POST", "/api/v1/approvals/" + id + "/approve", alice_).status, 403);
+  auto list = call("GET", "/api/v1/approvals?state=pending", alice_);
+  ASSERT_EQ(list.status, 200);
+  EXPECT_EQ(parse(list).at("items").as_array().size(), 1u);
+  EXPECT_EQ(call("GET", "/api/v1/approvals?state=maybe", alice_).status, 400);
+  auto ok = call("POST", "/api/v1/approvals/" + id + "/approve", admin_, R"({"ttl_s": 3600})");
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_TRUE(parse(ok).at("active").as_bool());
+  EXPECT_EQ(parse(ok).at("expires_at").as_int64(), clock_.now_ms() + 3'600'000);
+  auto pipeline = pipeline_yaml();
+  pipeline.insert(pipeline.find("  priority:"), "  resource_group: rg-b\n");
+  EXPECT_EQ(call("POST", "/api/v1/pipelines?dry_run=true", alice_, pipeline, kYaml).status, 200);
 }
 
 }  // namespace

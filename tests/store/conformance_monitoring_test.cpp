@@ -241,3 +241,66 @@ TEST_P(StoreTest, AuditEntriesPageNewestFirstByUserAndTimeAndAgeOut) {
 
 }  // namespace
 }  // namespace cp::testing
+
+namespace cp::testing {
+namespace {
+
+TEST_P(StoreTest, ApprovalsRoundTripAndListByPairStateAndGroupsNewestFirst) {
+  auto make = [](const std::string& id, const std::string& pg, const std::string& rg, ApprovalState st, Millis at) {
+    Approval a;
+    a.id = id;
+    a.project_group = pg;
+    a.resource_group = rg;
+    a.requested_by = "alice";
+    a.reason = "deadline";
+    a.state = st;
+    a.created_at = at;
+    a.expires_at = st == ApprovalState::approved ? at + 1000 : 0;
+    return a;
+  };
+  write([&](Tx& tx) -> Status {
+    CP_TRY(tx.upsert_approval(make("ap-1", "pa", "rg-b", ApprovalState::denied, kT0)));
+    CP_TRY(tx.upsert_approval(make("ap-2", "pa", "rg-b", ApprovalState::pending, kT0 + 1)));
+    CP_TRY(tx.upsert_approval(make("ap-3", "pb", "rg-b", ApprovalState::approved, kT0 + 1)));
+    return tx.upsert_approval(make("ap-4", "pa", "rg-c", ApprovalState::pending, kT0 + 2));
+  });
+  auto ids = [&](ApprovalQuery q) {
+    std::vector<std::string> out;
+    for (int pages = 0; pages < 10; ++pages) {
+      auto page = read([&](Tx& tx) { return tx.list_approvals(q); });
+      for (const auto& a : page.items) out.push_back(a.id);
+      if (page.next_cursor.empty()) break;
+      q.cursor = page.next_cursor;
+    }
+    return out;
+  };
+  ApprovalQuery q;
+  q.limit = 1;
+  EXPECT_EQ(ids(q), (std::vector<std::string>{"ap-4", "ap-3", "ap-2", "ap-1"}));
+  q.project_group = "pa";
+  q.resource_group = "rg-b";
+  EXPECT_EQ(ids(q), (std::vector<std::string>{"ap-2", "ap-1"}));
+  q.states = {ApprovalState::pending, ApprovalState::approved};
+  EXPECT_EQ(ids(q), (std::vector<std::string>{"ap-2"}));
+  ApprovalQuery mine;
+  mine.project_groups = std::set<std::string>{"pb"};
+  EXPECT_EQ(ids(mine), (std::vector<std::string>{"ap-3"}));
+  mine.project_groups = std::set<std::string>{};
+  EXPECT_TRUE(ids(mine).empty());
+
+  // A decision rewrites the row; the document comes back whole.
+  auto a = make("ap-2", "pa", "rg-b", ApprovalState::approved, kT0 + 1);
+  a.decided_by = "bob";
+  a.note = "go";
+  a.decided_at = kT0 + 500;
+  write([&](Tx& tx) { return tx.upsert_approval(a); });
+  auto back = read([&](Tx& tx) { return tx.get_approval("ap-2"); });
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(to_json(*back), to_json(a));
+  EXPECT_FALSE(read([&](Tx& tx) { return tx.get_approval("ap-9"); }).has_value());
+  EXPECT_TRUE(back->holds_at(kT0 + 1000));
+  EXPECT_FALSE(back->holds_at(kT0 + 1001));
+}
+
+}  // namespace
+}  // namespace cp::testing

@@ -14,12 +14,17 @@ const ProjectGroups = lazy(() => import('./pages/ProjectGroups').then((m) => ({ 
 const TaskPage = lazy(() => import('./pages/TaskPage').then((m) => ({ default: m.TaskPage })));
 const Submit = lazy(() => import('./pages/Submit').then((m) => ({ default: m.Submit })));
 const Usage = lazy(() => import('./pages/Usage').then((m) => ({ default: m.Usage })));
+const Prices = lazy(() => import('./pages/Prices').then((m) => ({ default: m.Prices })));
+const Audit = lazy(() => import('./pages/Audit').then((m) => ({ default: m.Audit })));
+const Approvals = lazy(() => import('./pages/Approvals').then((m) => ({ default: m.Approvals })));
 const Users = lazy(() => import('./pages/Users').then((m) => ({ default: m.Users })));
 
 interface Route {
   path: string;
   label: Key;
   adminOnly?: boolean;
+  /** Shown only when this holds (in addition to adminOnly). */
+  when?: (who: WhoAmI, isAdmin: boolean) => boolean;
   render: () => ReactNode;
 }
 
@@ -31,7 +36,12 @@ const ROUTES: Route[] = [
   { path: '/tasks', label: 'nav.tasks', render: () => <Tasks /> },
   { path: '/submit', label: 'nav.submit', render: () => <Submit /> },
   { path: '/usage', label: 'nav.usage', render: () => <Usage /> },
+  { path: '/prices', label: 'nav.prices', render: () => <Prices /> },
+  // Approvals concern project-group members and admins; viewers outside any group have nothing there.
+  { path: '/approvals', label: 'nav.approvals', render: () => <Approvals />,
+    when: (w, admin) => admin || Object.values(w.project_groups ?? {}).some((r) => r === 'admin' || r === 'member') },
   { path: '/alerts', label: 'nav.alerts', render: () => <Alerts /> },
+  { path: '/audit', label: 'nav.audit', adminOnly: true, render: () => <Audit /> },
   { path: '/users', label: 'nav.users', adminOnly: true, render: () => <Users /> },
 ];
 
@@ -102,7 +112,7 @@ export function App() {
     const session: Session = { api, who, isAdmin, isGroupAdmin, logout };
     body = (
       <SessionContext.Provider value={session}>
-        <Shell routes={ROUTES.filter((r) => !r.adminOnly || isAdmin)} />
+        <Shell routes={ROUTES.filter((r) => (!r.adminOnly || isAdmin) && (!r.when || r.when(who, isAdmin)))} />
       </SessionContext.Provider>
     );
   }

@@ -179,7 +179,52 @@ export type UsageRow = Record<string, string | number> & {
   cpu_core_seconds: number;
   memory_gib_seconds: number;
   attempts: number;
+  /** Present when a price table exists. */
+  cost_cents?: number;
+  cost?: number;
+  currency?: string;
 };
+
+export interface PriceEntry { resource: string; per_hour: string; from: string }
+export interface PriceTable {
+  metadata: { name: string; updated_at: number };
+  spec: { currency: string; prices: PriceEntry[] };
+}
+
+/** One audited request; before/after are the object's JSON around the change (null when none). */
+export interface AuditEntry {
+  id: string;
+  at: number;
+  user: string;
+  method: string;
+  path: string;
+  route: string;
+  status: number;
+  remote_addr: string;
+  request_id: string;
+  request: unknown;
+  before: unknown;
+  after: unknown;
+  error: string;
+}
+
+export type ApprovalState = 'pending' | 'approved' | 'denied' | 'revoked';
+export interface Approval {
+  id: string;
+  project_group: string;
+  resource_group: string;
+  requested_by: string;
+  reason: string;
+  state: ApprovalState;
+  decided_by: string;
+  note: string;
+  /** Epoch ms; 0 = no expiry. */
+  expires_at: number;
+  created_at: number;
+  decided_at: number;
+  /** Approved and not expired. */
+  active: boolean;
+}
 
 export class ApiError extends Error {
   constructor(
@@ -281,6 +326,11 @@ export class Api {
   async postYaml<T>(path: string, yaml: string): Promise<{ status: number; body: T }> {
     const res = await this.request('POST', path, yaml, 'application/yaml');
     return { status: res.status, body: (await res.json()) as T };
+  }
+
+  async putYaml<T>(path: string, yaml: string): Promise<T> {
+    const res = await this.request('PUT', path, yaml, 'application/yaml');
+    return (await res.json()) as T;
   }
 
   async text(path: string, accept: string): Promise<string> {

@@ -231,3 +231,48 @@ export function formatReason(r: PendingReason, lang: Lang = 'en'): string {
       return fallback;
   }
 }
+
+// ------------------------------------------------------------------ money
+
+/** Integer cents as money, exactly: 123456, "USD" -> "1,234.56 USD". */
+export function formatMoney(cents: number, currency = ''): string {
+  if (!Number.isFinite(cents)) return '—';
+  const neg = cents < 0;
+  const c = Math.round(Math.abs(cents));
+  const whole = Math.floor(c / 100).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const frac = String(c % 100).padStart(2, '0');
+  return `${neg ? '-' : ''}${whole}.${frac}${currency ? ` ${currency}` : ''}`;
+}
+
+// ------------------------------------------------------------------ diffs
+
+/** A JSON value flattened to dotted paths ("spec.prices[0].per_hour") and display strings of its leaves. */
+export function flatten(value: unknown, prefix = '', out: Map<string, string> = new Map()): Map<string, string> {
+  if (Array.isArray(value)) {
+    if (value.length === 0 && prefix) out.set(prefix, '[]');
+    value.forEach((v, i) => flatten(v, `${prefix}[${i}]`, out));
+  } else if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (entries.length === 0 && prefix) out.set(prefix, '{}');
+    for (const [k, v] of entries) flatten(v, prefix ? `${prefix}.${k}` : k, out);
+  } else if (prefix) {
+    out.set(prefix, value === null ? 'null' : typeof value === 'string' ? value : String(value));
+  }
+  return out;
+}
+
+export interface FieldChange { path: string; kind: 'changed' | 'added' | 'removed'; before?: string; after?: string }
+
+/** Field-by-field differences between two JSON values (null/undefined = absent), in path order. */
+export function diffValues(before: unknown, after: unknown): FieldChange[] {
+  const a = before === null || before === undefined ? new Map<string, string>() : flatten(before);
+  const b = after === null || after === undefined ? new Map<string, string>() : flatten(after);
+  const out: FieldChange[] = [];
+  for (const [path, v] of a) {
+    if (!b.has(path)) out.push({ path, kind: 'removed', before: v });
+    else if (b.get(path) !== v) out.push({ path, kind: 'changed', before: v, after: b.get(path)! });
+  }
+  for (const [path, v] of b) if (!a.has(path)) out.push({ path, kind: 'added', after: v });
+  const order = (p: string) => p.replace(/\[(\d+)\]/g, (_, n: string) => `[${n.padStart(6, '0')}]`);
+  return out.sort((x, y) => (order(x.path) < order(y.path) ? -1 : order(x.path) > order(y.path) ? 1 : 0));
+}

@@ -1,8 +1,8 @@
 import { useMemo, useRef, useState } from 'react';
-import { parseAllDocuments } from 'yaml';
-import { ApiError } from '../api';
+import { parse, parseAllDocuments } from 'yaml';
+import { ApiError, qs } from '../api';
 import { useI18n } from '../i18n';
-import { Link, Page, useSession } from '../ui';
+import { Link, Page, useRouter, useSession } from '../ui';
 
 const EXAMPLE = `apiVersion: cubeplane/v1
 kind: Pipeline
@@ -19,6 +19,28 @@ spec:
       command: ["/bin/sh", "-c", "for i in 1 2 3; do echo epoch $i; sleep 0.5; done"]
       resources: {cpu: "2", memory: 1Gi}
 `;
+
+/**
+ * The project group and resource group an approval_required refusal is about: from the error's
+ * details when the server names them, else from the pipeline's metadata.project_group and
+ * spec.resource_group (or the single resource group its steps name).
+ */
+export function approvalPair(details: Record<string, unknown>, text: string): { pg: string; rg: string } {
+  const s = (v: unknown) => (typeof v === 'string' ? v : '');
+  let pg = s(details.project_group);
+  let rg = s(details.resource_group);
+  if (!pg || !rg) {
+    try {
+      const doc = parse(text) as { metadata?: { project_group?: unknown }; spec?: { resource_group?: unknown; steps?: { resource_group?: unknown }[] } } | null;
+      pg ||= s(doc?.metadata?.project_group);
+      const stepRgs = [...new Set((doc?.spec?.steps ?? []).map((x) => s(x?.resource_group)).filter(Boolean))];
+      rg ||= s(doc?.spec?.resource_group) || (stepRgs.length === 1 ? stepRgs[0]! : '');
+    } catch {
+      /* not parseable: leave the pair open */
+    }
+  }
+  return { pg, rg };
+}
 
 export interface YamlProblem { line: number; message: string }
 
@@ -43,6 +65,7 @@ type Outcome =
 export function Submit() {
   const { t } = useI18n();
   const { api } = useSession();
+  const { navigate } = useRouter();
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
   const [outcome, setOutcome] = useState<Outcome | null>(null);
@@ -108,6 +131,16 @@ export function Submit() {
             <div className="state error" role="alert" data-code={outcome.error.code}>
               <strong>{t('submit.rejected')}</strong>
               <div>{outcome.error.message}</div>
+              {outcome.error.code === 'approval_required' && (() => {
+                const p = approvalPair(outcome.error.details, text);
+                return (
+                  <div className="row" data-testid="approval-needed">
+                    {p.pg && p.rg && <span>{t('submit.needsApproval', { pg: p.pg, rg: p.rg })}</span>}
+                    <button className="primary" data-testid="request-approval"
+                      onClick={() => navigate(`/approvals${qs({ project_group: p.pg, resource_group: p.rg })}`)}>{t('submit.requestApproval')}</button>
+                  </div>
+                );
+              })()}
               {Object.entries(outcome.error.details).filter(([, v]) => typeof v !== 'object').map(([k, v]) => (
                 <div key={k} className="small">{k === 'field' ? t('submit.field') : k}: <code>{String(v)}</code></div>
               ))}

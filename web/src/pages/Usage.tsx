@@ -1,14 +1,19 @@
 import { useMemo, useState } from 'react';
 import { ApiError, qs, type Api, type UsageRow } from '../api';
-import { formatNumber } from '../format';
+import { formatMoney, formatNumber } from '../format';
 import { Chart } from '../chart';
 import { useI18n, type Key } from '../i18n';
-import { Empty, ErrorBox, Page, Show, useLoad, useSession } from '../ui';
+import { Empty, ErrorBox, Link, Page, Show, useLoad, useSession } from '../ui';
 
 const GROUPS = ['project_group', 'resource_group', 'cluster', 'gpu_type', 'user'] as const;
 const METRICS = ['gpu_hours', 'cpu_hours', 'memory_hours', 'attempts'] as const;
 type Group = (typeof GROUPS)[number];
-type Metric = (typeof METRICS)[number];
+type Metric = (typeof METRICS)[number] | 'cost';
+
+/** Whether the rows carry a cost (the server adds it when a price table exists). */
+export function hasCost(rows: UsageRow[]): boolean {
+  return rows.some((r) => typeof r.cost_cents === 'number');
+}
 
 export function metricValue(r: UsageRow, m: Metric): number {
   switch (m) {
@@ -16,6 +21,7 @@ export function metricValue(r: UsageRow, m: Metric): number {
     case 'cpu_hours': return Number(r.cpu_core_seconds) / 3600;
     case 'memory_hours': return Number(r.memory_gib_seconds) / 3600;
     case 'attempts': return Number(r.attempts);
+    case 'cost': return Number(r.cost_cents ?? 0) / 100;
   }
 }
 
@@ -72,6 +78,7 @@ export function Usage() {
         <label>{t('usage.metric')}
           <select value={metric} onChange={(e) => setMetric(e.target.value as Metric)}>
             {METRICS.map((m) => <option key={m} value={m}>{t(`usage.${m}` as Key)}</option>)}
+            <option value="cost">{t('usage.cost')}</option>
           </select>
         </label>
       </div>
@@ -86,7 +93,16 @@ function UsageCharts({ data, group, metric }: { data: Data; group: Group; metric
   const { t } = useI18n();
   const none = t('common.none');
   const name = (r: UsageRow) => String(r[group] ?? '') || none;
-  const monthOption = useMemo(() => {
+  const cost = hasCost(data.byGroup);
+  const currency = String(data.byGroup.find((r) => r.currency)?.currency ?? '');
+  // Integer cents summed exactly.
+  const totalCents = data.byGroup.reduce((s, r) => s + Number(r.cost_cents ?? 0), 0);
+  const shown: Metric = metric === 'cost' && !cost ? 'gpu_hours' : metric;
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const monthOption = useMemo(() => monthChart(data, shown), [data, group, shown, currency, t]);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const costOption = useMemo(() => (cost ? monthChart(data, 'cost') : null), [data, group, cost, currency, t]);
+  function monthChart(data: Data, metric: Metric) {
     const months = [...new Set(data.byMonth.map((r) => String(r.month)))].sort();
     const groups = [...new Set(data.byMonth.map(name))].sort();
     return {
@@ -94,30 +110,38 @@ function UsageCharts({ data, group, metric }: { data: Data; group: Group; metric
       legend: { type: 'scroll', top: 0 },
       grid: { left: 60, right: 20, top: 40, bottom: 30 },
       xAxis: { type: 'category', data: months },
-      yAxis: { type: 'value', name: t(`usage.${metric}` as Key) },
+      yAxis: { type: 'value', name: metric === 'cost' ? currency : t(`usage.${metric}` as Key) },
       series: groups.map((g) => ({
         name: g, type: 'bar', stack: 'total',
         data: months.map((m) => data.byMonth.filter((r) => String(r.month) === m && name(r) === g)
           .reduce((s, r) => s + metricValue(r, metric), 0)),
       })),
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [data, group, metric, t]);
+  }
   const groupOption = useMemo(() => {
+    const metric = shown;
     const rows = [...data.byGroup].sort((a, b) => metricValue(b, metric) - metricValue(a, metric));
     return {
       tooltip: { trigger: 'axis' },
       grid: { left: 140, right: 30, top: 10, bottom: 30 },
-      xAxis: { type: 'value', name: t(`usage.${metric}` as Key) },
+      xAxis: { type: 'value', name: metric === 'cost' ? currency : t(`usage.${metric}` as Key) },
       yAxis: { type: 'category', data: rows.map(name).reverse() },
       series: [{ type: 'bar', data: rows.map((r) => metricValue(r, metric)).reverse(), itemStyle: { color: '#2c6fbb' } }],
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [data, group, metric, t]);
+  }, [data, group, shown, t]);
   return (
     <>
+      {cost ? (
+        <div className="card stats" data-testid="usage-total-cost">
+          <div className="stat"><span>{t('usage.totalCost')}</span><strong>{formatMoney(totalCents, currency)}</strong></div>
+        </div>
+      ) : (
+        <div className="card muted small" data-testid="usage-no-prices">{t('usage.noPrices')} <Link to="/prices">{t('nav.prices')} →</Link></div>
+      )}
       <div className="grid2">
         <div className="card"><h2>{t('usage.byMonth')}</h2><Chart option={monthOption} testId="usage-month" /></div>
+        {costOption && <div className="card"><h2>{t('usage.cost')} · {t('usage.byMonth')}</h2><Chart option={costOption} testId="usage-cost" /></div>}
         <div className="card"><h2>{t('usage.byGroup')}</h2>
           <Chart option={groupOption} height={Math.max(200, 60 + data.byGroup.length * 26)} testId="usage-group" /></div>
       </div>
@@ -126,10 +150,12 @@ function UsageCharts({ data, group, metric }: { data: Data; group: Group; metric
           <thead><tr>
             <th>{t(`usage.group.${group}` as Key)}</th>
             {METRICS.map((m) => <th key={m} className="num">{t(`usage.${m}` as Key)}</th>)}
+            {cost && <th className="num">{t('usage.cost')}</th>}
           </tr></thead>
           <tbody>{data.byGroup.map((r, i) => (
             <tr key={i}><td>{name(r)}</td>
-              {METRICS.map((m) => <td key={m} className="num">{formatNumber(metricValue(r, m), m === 'attempts' ? 0 : 2)}</td>)}</tr>
+              {METRICS.map((m) => <td key={m} className="num">{formatNumber(metricValue(r, m), m === 'attempts' ? 0 : 2)}</td>)}
+              {cost && <td className="num" data-testid="usage-cost-cell">{typeof r.cost_cents === 'number' ? formatMoney(r.cost_cents, String(r.currency ?? currency)) : '—'}</td>}</tr>
           ))}</tbody>
         </table>
       </div>
