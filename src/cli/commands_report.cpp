@@ -1,5 +1,6 @@
 // usage, events, alerts, prices, audit, version
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -11,6 +12,17 @@ namespace {
 
 constexpr std::string_view kGroupKeys[] = {"project_group", "resource_group", "cluster", "gpu_type",
                                            "user",          "outcome",        "day",     "month"};
+
+// A usage error for the first of `args` that is not a time (nullopt: all are).
+std::optional<int> bad_time_arg(ClientContext& ctx, std::initializer_list<const std::string*> args) {
+  for (const auto* arg : args) {
+    if (!arg->empty() && !is_valid_time_arg(*arg)) {
+      return usage_error(ctx, "\"" + *arg + "\" is not a date (2026-01-31), an RFC 3339 time or ms since the epoch",
+                         "\"" + *arg + "\" 不是日期（2026-01-31）、RFC 3339 时间或毫秒时间戳");
+    }
+  }
+  return std::nullopt;
+}
 
 struct UsageOptions {
   std::string from, to, by;
@@ -43,12 +55,7 @@ void add_usage(CLI::App& app, ClientContext& ctx) {
   sub->add_option("--by", o->by, "Group by, comma separated: project_group,resource_group,cluster,gpu_type,user,outcome,day,month");
   sub->add_flag("--csv", o->csv, "Print CSV as the server writes it");
   on_run(sub, ctx, [&ctx, o] {
-    for (const auto* arg : {&o->from, &o->to}) {
-      if (!arg->empty() && !is_valid_time_arg(*arg)) {
-        return usage_error(ctx, "\"" + *arg + "\" is not a date (2026-01-31), an RFC 3339 time or ms since the epoch",
-                           "\"" + *arg + "\" 不是日期（2026-01-31）、RFC 3339 时间或毫秒时间戳");
-      }
-    }
+    if (auto bad = bad_time_arg(ctx, {&o->from, &o->to})) return *bad;
     std::string unknown;
     std::string by = normalize_group_by(o->by, unknown);
     if (!unknown.empty()) {
@@ -134,12 +141,7 @@ void add_audit(CLI::App& app, ClientContext& ctx) {
   sub->add_option("--limit", o->limit, "Entries per page (server default when 0)")->check(CLI::Range(0, 1000));
   sub->add_flag("--all", o->all, "Follow next_cursor and list every page");
   on_run(sub, ctx, [&ctx, o] {
-    for (const auto* arg : {&o->from, &o->to}) {
-      if (!arg->empty() && !is_valid_time_arg(*arg)) {
-        return usage_error(ctx, "\"" + *arg + "\" is not a date (2026-01-31), an RFC 3339 time or ms since the epoch",
-                           "\"" + *arg + "\" 不是日期（2026-01-31）、RFC 3339 时间或毫秒时间戳");
-      }
-    }
+    if (auto bad = bad_time_arg(ctx, {&o->from, &o->to})) return *bad;
     Query q{{"user", o->user}, {"from", o->from}, {"to", o->to},
             {"limit", o->limit > 0 ? std::to_string(o->limit) : ""}};
     return print_list(ctx, "/api/v1/audit", std::move(q), o->all,

@@ -64,15 +64,17 @@ struct Alert {
   std::string summary;
   std::string summary_zh;
   double value = 0;  // the observed figure: percent, seconds, ...
+  std::int64_t for_s = 0;  // held this long before firing; and clear this long before resolving
   Millis started_at = 0;  // the condition was first seen
+  Millis cleared_at = 0;  // firing, but the condition has not been seen since (0: it holds)
   Millis firing_at = 0;
   Millis resolved_at = 0;
   Millis updated_at = 0;
   std::vector<AlertDelivery> deliveries;
 };
 BOOST_DESCRIBE_STRUCT(Alert, (),
-                      (id, fingerprint, rule, severity, state, labels, summary, summary_zh, value, started_at,
-                       firing_at, resolved_at, updated_at, deliveries))
+                      (id, fingerprint, rule, severity, state, labels, summary, summary_zh, value, for_s, started_at,
+                       cleared_at, firing_at, resolved_at, updated_at, deliveries))
 
 // One change made through the API (or a refused attempt at one): who, what,
 // when, from where, and the object before and after (as GET showed it),

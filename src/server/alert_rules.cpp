@@ -68,6 +68,7 @@ AlertStep step_alerts(const std::vector<Alert>& open, const std::vector<AlertCon
       a.summary = c.summary;
       a.summary_zh = c.summary_zh;
       a.value = c.value;
+      a.for_s = c.for_s;
       a.started_at = now;
       a.updated_at = now;
       if (c.for_s <= 0) fire(a, c.receivers, now);
@@ -81,6 +82,9 @@ AlertStep step_alerts(const std::vector<Alert>& open, const std::vector<AlertCon
     a.summary = c.summary;
     a.summary_zh = c.summary_zh;
     a.severity = c.severity;
+    if (a.for_s != c.for_s || a.cleared_at != 0) changed = true;
+    a.for_s = c.for_s;
+    a.cleared_at = 0;  // back before it resolved: the same alert goes on firing, nobody is told again
     if (a.state == AlertState::pending && now - a.started_at >= c.for_s * 1000) {
       fire(a, c.receivers, now);
       changed = true;
@@ -97,6 +101,14 @@ AlertStep step_alerts(const std::vector<Alert>& open, const std::vector<AlertCon
       continue;
     }
     Alert a = *alert;
+    if (a.cleared_at == 0) a.cleared_at = now;
+    if (now - a.cleared_at < a.for_s * 1000) {
+      if (a.cleared_at == now) {  // first pass without it: note when
+        a.updated_at = now;
+        step.changed.push_back(std::move(a));
+      }
+      continue;
+    }
     a.state = AlertState::resolved;
     a.resolved_at = now;
     a.updated_at = now;

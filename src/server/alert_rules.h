@@ -6,7 +6,11 @@
 //   condition holds, no alert      -> pending (firing at once when for_s == 0)
 //   pending, held for for_s        -> firing; each receiver gets "firing"
 //   pending, condition gone        -> dropped (never fired, nobody told)
-//   firing, condition gone         -> resolved; each receiver gets "resolved"
+//   firing, condition gone for_s   -> resolved; each receiver gets "resolved"
+//
+// A firing alert resolves only once its condition has stayed away as long as
+// it had to hold to fire, so a figure wobbling around a watermark keeps one
+// alert firing instead of sending firing/resolved pairs on every pass.
 //
 // One alert per fingerprint (rule and labels) is pending or firing at a
 // time, so a condition seen on every pass is one alert, not many.

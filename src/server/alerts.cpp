@@ -129,12 +129,7 @@ static Result<std::vector<AlertCondition>> gather_conditions(Tx& tx, const Serve
 
   // Quota watermarks: what attempts hold, against each guaranteed amount.
   CP_ASSIGN(auto rgs, tx.list_resource_groups());
-  CP_ASSIGN(auto holding, tx.tasks_in_states({TaskState::Dispatched, TaskState::Running, TaskState::Preempting}));
-  std::map<std::string, std::string> group_of;
-  for (const auto& t : holding) group_of[t.id] = t.resource_group;
-  CP_ASSIGN(auto attempts, tx.active_attempts(""));
-  std::map<std::string, Resources> used;
-  for (const auto& a : attempts) used[group_of[a.task_id]] += internal::attempt_total(a);
+  CP_ASSIGN(auto used, internal::used_by_resource_group(tx));
   for (const auto& rg : rgs) {
     auto thresholds = rg.alerts.thresholds;
     std::sort(thresholds.begin(), thresholds.end());

@@ -73,6 +73,16 @@ Resources attempt_total(const Attempt& a) {
   return a.resources.times(static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size())));
 }
 
+Result<std::map<std::string, Resources>> used_by_resource_group(Tx& tx) {
+  CP_ASSIGN(auto holding, tx.tasks_in_states({TaskState::Dispatched, TaskState::Running, TaskState::Preempting}));
+  std::map<std::string, std::string> group_of;
+  for (const auto& t : holding) group_of[t.id] = t.resource_group;
+  CP_ASSIGN(auto attempts, tx.active_attempts(""));
+  std::map<std::string, Resources> used;
+  for (const auto& a : attempts) used[group_of[a.task_id]] += attempt_total(a);
+  return used;
+}
+
 // Products of bytes and milliseconds overflow 64 bits (2 TiB for a day).
 __extension__ using Wide = __int128;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ Status cancel_dependents(Tx& tx, const Task& failed, Millis now, const std::stri
 
 // Resources held by an attempt (per replica x replicas).
 Resources attempt_total(const Attempt& a);
+// What the live attempts hold, by the resource group of their task.
+Result<std::map<std::string, Resources>> used_by_resource_group(Tx& tx);
 
 // The usage ledger's rows for an attempt that has ended: one per UTC day of
 // [started_at, finished_at), charged to the task's groups and user, keyed by

@@ -66,17 +66,51 @@ TEST(AlertRules, AConditionGoesPendingThenFiresAfterItsTimeThenResolves) {
   EXPECT_EQ(s.changed[0].id, "al-1");
   EXPECT_EQ(s.changed[0].value, 91);
   EXPECT_EQ(s.changed[0].deliveries[0].notify, "firing");  // no second notification
-  s = m.step({}, 500'000);
+  s = m.step({}, 500'000);  // gone: still firing until it has stayed away 300 s
+  ASSERT_EQ(s.changed.size(), 1u);
+  EXPECT_EQ(s.changed[0].state, AlertState::firing);
+  EXPECT_EQ(s.changed[0].cleared_at, 500'000);
+  EXPECT_TRUE(m.step({}, 799'000).changed.empty());
+  s = m.step({}, 800'000);
   ASSERT_EQ(s.changed.size(), 1u);
   EXPECT_EQ(s.changed[0].state, AlertState::resolved);
-  EXPECT_EQ(s.changed[0].resolved_at, 500'000);
+  EXPECT_EQ(s.changed[0].resolved_at, 800'000);
   ASSERT_EQ(s.changed[0].deliveries.size(), 2u);
   EXPECT_EQ(s.changed[0].deliveries[1].receiver, "webhook:http://b/");
   EXPECT_EQ(s.changed[0].deliveries[1].notify, "resolved");
   // A new occurrence is a new alert.
-  s = m.step({condition("85", 300)}, 600'000);
+  s = m.step({condition("85", 300)}, 900'000);
   ASSERT_EQ(s.changed.size(), 1u);
   EXPECT_EQ(s.changed[0].id, "al-2");
+}
+
+TEST(AlertRules, AFigureWobblingAroundAWatermarkKeepsOneAlertFiring) {
+  Machine m;
+  m.step({condition("85", 300)}, 0);
+  m.step({condition("85", 300)}, 300'000);
+  ASSERT_EQ(m.open.size(), 1u);
+  ASSERT_EQ(m.open[0].state, AlertState::firing);
+  // Below, above, below, above ... every 15 s for ten minutes.
+  Millis t = 300'000;
+  for (int i = 0; i < 40; ++i) {
+    t += 15'000;
+    auto s = m.step(i % 2 == 0 ? std::vector<AlertCondition>{} : std::vector<AlertCondition>{condition("85", 300)}, t);
+    for (const auto& a : s.changed) {
+      EXPECT_EQ(a.state, AlertState::firing) << "pass " << i;
+      EXPECT_EQ(a.deliveries.at(0).notify, "firing");
+    }
+    EXPECT_EQ(m.open.size(), 1u);
+    EXPECT_EQ(m.open[0].id, "al-1");
+  }
+  // Gone for good: it resolves once it has stayed away for 5 minutes.
+  const Millis gone = t + 15'000;
+  m.step({}, gone);
+  m.step({}, gone + 299'000);
+  ASSERT_EQ(m.open.size(), 1u);
+  auto s = m.step({}, gone + 300'000);
+  ASSERT_EQ(s.changed.size(), 1u);
+  EXPECT_EQ(s.changed[0].state, AlertState::resolved);
+  EXPECT_EQ(s.changed[0].deliveries.at(0).notify, "resolved");
 }
 
 TEST(AlertRules, APendingAlertWhoseConditionClearsIsDroppedUntold) {
@@ -214,6 +248,12 @@ TEST_F(MonitoringTest, QuotaWatermarksFireAfterTheirTimeAndAreDeliveredInAlertma
   auto t = task(ids[0]);
   AttemptReport done{t.current_attempt, 1, AttemptState::Succeeded, 0, clock_.now_ms() - 1000, clock_.now_ms(), ""};
   sync(agent, {done});
+  ASSERT_TRUE(cp_->evaluate_alerts().ok());  // clear, but not yet for as long as it had to hold
+  EXPECT_EQ(alerts("quota_watermark", {AlertState::firing}).size(), 3u);
+  for (int i = 0; i < 10; ++i) {  // 5 minutes, the agent syncing meanwhile
+    clock_.advance_ms(30'000);
+    sync(agent, {});
+  }
   ASSERT_TRUE(cp_->evaluate_alerts().ok());
   EXPECT_EQ(alerts("quota_watermark", {AlertState::resolved}).size(), 3u);
   ASSERT_TRUE(cp_->deliver_alerts().ok());
@@ -258,8 +298,14 @@ TEST_F(MonitoringTest, AFailedDeliveryIsRetriedWithBackoffAndVisible) {
   EXPECT_EQ(m->alert_deliveries_failed, 2);
   EXPECT_EQ((m->alerts[{"cluster_offline", "critical", "firing"}]), 2);
 
-  // The agent connects: c1's alert resolves, c2's stays.
+  // The agent connects: a minute later c1's alert resolves, c2's stays.
   auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  ASSERT_TRUE(cp_->evaluate_alerts().ok());
+  EXPECT_EQ(alerts("cluster_offline", {AlertState::firing}).size(), 2u);
+  clock_.advance_ms(30'000);
+  sync(agent, {});
+  clock_.advance_ms(30'000);
   sync(agent, {});
   ASSERT_TRUE(cp_->evaluate_alerts().ok());
   auto firing = alerts("cluster_offline", {AlertState::firing});
