@@ -302,10 +302,19 @@ Status ControlPlane::evaluate_alerts() {
       if (const auto* c = o.if_contains("currency")) u.currency = std::string(c->as_string());
     }
   }
+  // The rules read in a read transaction (a write one would hold up every
+  // submit for as long as they read); only changes are written. Nothing
+  // else writes alerts between the two: deliveries hold alert_mu_ too.
+  std::vector<AlertCondition> conditions;
+  std::vector<Alert> open;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(conditions, gather_conditions(tx, config_, now, month_use));
+    CP_ASSIGN(open, tx.open_alerts());
+    return {};
+  }));
+  const auto step = step_alerts(open, conditions, now, [&] { return new_id("alert", now); });
+  if (step.changed.empty() && step.dropped.empty()) return {};
   return store_.write([&](Tx& tx) -> Status {
-    CP_ASSIGN(auto conditions, gather_conditions(tx, config_, now, month_use));
-    CP_ASSIGN(auto open, tx.open_alerts());
-    auto step = step_alerts(open, conditions, now, [&] { return new_id("alert", now); });
     for (const auto& id : step.dropped) CP_TRY(tx.delete_alert(id));
     for (const auto& a : step.changed) {
       auto before = std::find_if(open.begin(), open.end(), [&](const Alert& o) { return o.id == a.id; });

@@ -14,11 +14,13 @@ namespace cp {
 
 Status ControlPlane::sample_fleet() {
   const Millis now = clock_.now_ms();
-  return store_.write([&](Tx& tx) -> Status {
+  // Read, then add: the reads need no write lock.
+  std::map<std::string, ClusterSample> gauges;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    gauges.clear();
     CP_ASSIGN(auto clusters, tx.list_clusters());
     CP_ASSIGN(auto nodes, tx.list_nodes(""));
     CP_ASSIGN(auto attempts, tx.active_attempts(""));
-    std::map<std::string, ClusterSample> gauges;
     for (const auto& c : clusters) gauges[c.id].samples = 1;
     for (const auto& n : nodes) {
       auto it = gauges.find(n.cluster_id);
@@ -34,6 +36,9 @@ Status ControlPlane::sample_fleet() {
       auto it = gauges.find(a.cluster_id);
       if (it != gauges.end()) it->second.gpus_allocated += internal::attempt_total(a).gpus();
     }
+    return {};
+  }));
+  return store_.write([&](Tx& tx) -> Status {
     for (const auto& [cluster, g] : gauges) {
       CP_TRY(tx.add_cluster_samples(internal::history_rows(cluster, now, [&](ClusterSample& s) {
         s.samples = g.samples;
