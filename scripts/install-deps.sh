@@ -9,6 +9,7 @@ PACKAGES=(
   libyaml-cpp-dev libsqlite3-dev sqlite3 libpq-dev postgresql libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libssl-dev libsodium-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-wqy-microhei
+  python3 python3-aiosmtpd
 )
 
 missing=()

@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -45,6 +47,15 @@ void install_stop_handlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+}
+
+// How often local agents sample what their attempts use (LocalExecutorConfig::
+// use_sample_ms): CUBEPLANE_USE_SAMPLE_MS, for tests and tuning; 5 s unless set.
+std::int64_t use_sample_ms() {
+  const char* e = std::getenv("CUBEPLANE_USE_SAMPLE_MS");
+  std::int64_t ms = 0;
+  if (e == nullptr || std::from_chars(e, e + std::strlen(e), ms).ec != std::errc() || ms < 0) return 5000;
+  return ms;
 }
 
 int fail(const cp::Error& e) {
@@ -126,6 +137,10 @@ int run_platform(const PlatformOptions& opt) {
   if (!opt.objects.empty()) s.objects = opt.objects;
   if (!opt.web_root.empty()) s.web_root = opt.web_root;
   if (!opt.log_level.empty()) s.log_level = opt.log_level;
+  // The SMTP login of the alert emails: from the environment only, so that
+  // no config file (often in version control) holds a password.
+  if (const char* u = std::getenv("CUBEPLANE_SMTP_USER")) s.control.smtp_user = u;
+  if (const char* pw = std::getenv("CUBEPLANE_SMTP_PASSWORD")) s.control.smtp_password = pw;
   cp::setup_logging(s.log_level);
 
   std::string data_dir = fs::absolute(opt.data_dir.empty() ? default_data_dir() : opt.data_dir).string();
@@ -186,6 +201,7 @@ int run_platform(const PlatformOptions& opt) {
       if (!tok.ok()) return fail(tok.error());
       cp::LocalExecutorConfig ec_cfg;
       ec_cfg.data_dir = data_dir + "/agents/" + c.id;
+      ec_cfg.use_sample_ms = use_sample_ms();
       for (const auto& n : c.nodes) ec_cfg.nodes.push_back(to_declared(n));
       if (!ec_cfg.nodes.empty()) ec_cfg.nvml_library = "";  // declared GPUs only
       cp::AgentConfig ac;
@@ -250,6 +266,7 @@ int run_agent(const cp::cli::ClientContext& ctx, const std::string& cluster_id, 
   }
   cp::LocalExecutorConfig ec_cfg;
   ec_cfg.data_dir = data_dir.empty() ? default_data_dir() + "/agent-" + cluster_id : data_dir;
+  ec_cfg.use_sample_ms = use_sample_ms();
   if (!gpus.empty()) {
     // --declare-gpus TYPE:N: a machine without NVML still offers its GPUs.
     cp::DeclaredNode n;

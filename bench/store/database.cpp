@@ -314,7 +314,7 @@ class PostgresDatabase final : public Database {
         number(r.gpu_ms, '\t');
         number(r.cpu_core_ms, '\t');
         number(r.memory_mib_s, '\t');
-        number(sql::month_of(r.day), '\n');
+        number(month_start(r.day), '\n');
         CP_TRY(flush(false));
       }
     }

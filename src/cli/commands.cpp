@@ -13,7 +13,11 @@ namespace cp::cli {
 void on_run(CLI::App* sub, ClientContext& ctx, std::function<int()> body) {
   // A verb's --help lists only its own options; the global ones are named here.
   sub->footer("Global options: --server URL, --token TOKEN, -o table|json|yaml, --lang en|zh");
-  sub->callback([&ctx, body = std::move(body)] { ctx.action = body; });
+  // A verb with verbs of its own (usage, usage advice) runs only when none
+  // of them was given.
+  sub->callback([&ctx, sub, body = std::move(body)] {
+    if (sub->get_subcommands().empty()) ctx.action = body;
+  });
 }
 
 std::string language(const ClientContext& ctx) { return accept_language(ctx.lang, ctx.env); }

@@ -47,6 +47,9 @@ std::string normalize_group_by(const std::string& by, std::string& unknown) {
   return out;
 }
 
+void add_usage_rebuild(CLI::App& usage, ClientContext& ctx);
+void add_usage_advice(CLI::App& usage, ClientContext& ctx);
+
 void add_usage(CLI::App& app, ClientContext& ctx) {
   auto* sub = app.add_subcommand("usage", "Resource usage (GPU, CPU and memory hours), grouped");
   auto o = std::make_shared<UsageOptions>();
@@ -79,6 +82,70 @@ void add_usage(CLI::App& app, ClientContext& ctx) {
     return print(ctx, *usage, [](const json::value& v) {
       const json::value* items = member(v, "items");
       return usage_table(items != nullptr && items->is_array() ? items->get_array() : json::array{});
+    });
+  });
+  add_usage_rebuild(*sub, ctx);
+  add_usage_advice(*sub, ctx);
+}
+
+struct RebuildOptions {
+  std::string from, to;
+};
+
+bool is_month_arg(const std::string& s) {
+  Millis t = 0;
+  return s.size() == 7 && parse_time(s + "-01", t);
+}
+
+void add_usage_rebuild(CLI::App& usage, ClientContext& ctx) {
+  auto* sub = usage.add_subcommand("rebuild", "Rebuild the usage ledger of whole months from the attempts' events (admins)");
+  auto o = std::make_shared<RebuildOptions>();
+  sub->add_option("--from", o->from, "First month, YYYY-MM")->required();
+  sub->add_option("--to", o->to, "Month after the last, YYYY-MM (default: the month after --from)");
+  on_run(sub, ctx, [&ctx, o] {
+    for (const auto* m : {&o->from, &o->to}) {
+      if (!m->empty() && !is_month_arg(*m)) {
+        return usage_error(ctx, "\"" + *m + "\" is not a month (YYYY-MM)", "\"" + *m + "\" 不是月份（YYYY-MM）");
+      }
+    }
+    json::object body{{"from", o->from}};
+    if (!o->to.empty()) body["to"] = o->to;
+    auto api = connect(ctx);
+    if (!api) return fail(ctx, api.error());
+    auto r = (*api)->post("/api/v1/usage/rebuild", body);
+    if (!r) return fail(ctx, r.error());
+    return print(ctx, *r, [&ctx](const json::value& v) {
+      auto field = [&](const char* k) {
+        const json::value* x = member(v, k);
+        return x ? (x->is_string() ? std::string(x->get_string()) : json::serialize(*x)) : std::string();
+      };
+      return std::string(tr(ctx, "rebuilt ", "已重建 ")) + field("from").substr(0, 7) + " .. " +
+             field("to").substr(0, 7) + ": " + field("attempts") + tr(ctx, " attempts, ", " 个尝试，") +
+             field("rows_written") + tr(ctx, " rows\n", " 行\n");
+    });
+  });
+}
+
+struct AdviceOptions {
+  int days = 14;
+  std::string project_group;
+};
+
+void add_usage_advice(CLI::App& usage, ClientContext& ctx) {
+  auto* sub = usage.add_subcommand(
+      "advice", "Request against measured use per step, with advice (\"requests 8 CPUs, uses 1.2 at p95: 2 would do\")");
+  auto o = std::make_shared<AdviceOptions>();
+  sub->add_option("--days", o->days, "Over the last N days (1..90, default 14)")->check(CLI::Range(1, 90));
+  sub->add_option("--project-group", o->project_group, "Only this project group");
+  on_run(sub, ctx, [&ctx, o] {
+    Query q{{"days", std::to_string(o->days)}, {"project_group", o->project_group}};
+    auto api = connect(ctx);
+    if (!api) return fail(ctx, api.error());
+    auto r = (*api)->get("/api/v1/usage/advice", q);
+    if (!r) return fail(ctx, r.error());
+    return print(ctx, *r, [&ctx](const json::value& v) {
+      const json::value* items = member(v, "items");
+      return advice_table(items != nullptr && items->is_array() ? items->get_array() : json::array{}, language(ctx));
     });
   });
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cli/format.h"
+#include "model/resource_use.h"
 
 namespace cp::cli {
 namespace {
@@ -71,13 +72,25 @@ std::string attempt_nodes(const json::value& attempt) {
   return out;
 }
 
+// What an attempt used per replica, as its agent measured: p95 CPU, peak
+// memory and (when measured) p95 GPU utilization; "-" when not measured.
+std::string used_text(const json::value& attempt) {
+  const json::value* u = member(attempt, "use");
+  ResourceUse use;
+  if (u == nullptr || !from_json(*u, use).ok() || use.samples() == 0) return "-";
+  std::string s = cores_text(use.cpu_milli.quantile(0.95)) + " cpu, " + bytes_text(use.memory_mib.max << 20);
+  if (!use.gpu_util_pct.empty()) s += ", gpu " + std::to_string(use.gpu_util_pct.quantile(0.95)) + "%";
+  return s;
+}
+
 std::string attempts_table(const json::array& attempts, Millis now) {
-  Table t({"#", "CLUSTER", "NODES", "STATE", "EXIT CODE", "STARTED", "FINISHED", "MESSAGE"});
+  Table t({"#", "CLUSTER", "NODES", "STATE", "EXIT CODE", "STARTED", "FINISHED", "USED (P95/PEAK)", "MESSAGE"});
   for (const auto& a : attempts) {
     Millis finished = millis_at(a, "finished_at");
     t.add_row({str_at(a, "number"), or_dash(str_at(a, "cluster_id")), or_dash(attempt_nodes(a)), str_at(a, "state"),
                or_dash(str_at(a, "exit_code")), format_age(now, millis_at(a, "started_at")),
-               finished == 0 ? "-" : format_age(now, finished), truncate(str_at(a, "message"), kMessageWidth)});
+               finished == 0 ? "-" : format_age(now, finished), used_text(a),
+               truncate(str_at(a, "message"), kMessageWidth)});
   }
   return t.render();
 }
@@ -325,6 +338,26 @@ std::string project_groups_table(const json::array& documents, Millis now) {
     }
     std::string budget = text_of(doc, {"spec.monthly_budget.gpu_hours", "monthly_budget.gpu_hours"});
     if (!budget.empty()) budget += " GPU-h/month";
+    // With this month's status: "6.0/50 GPU-h (12%), runs out 01-26".
+    if (const json::value* status = member_path(doc, "status.budget"); status != nullptr) {
+      std::string burn;
+      for (const auto& [key, unit] : {std::pair{"gpu_hours", std::string(" GPU-h")}, std::pair{"cost", std::string()}}) {
+        const json::value* m = member(*status, key);
+        if (m == nullptr || !m->is_object()) continue;
+        auto num = [&](const char* k) {
+          const json::value* v = member(*m, k);
+          return v && v->is_number() ? v->to_number<double>() : 0.0;
+        };
+        char text[128];
+        std::snprintf(text, sizeof text, "%.1f/%.0f%s (%.0f%%)", num("used"), num("budget"),
+                      unit.empty() ? (" " + str_at(*m, "currency")).c_str() : unit.c_str(), num("percent"));
+        std::string one = text;
+        if (member(*m, "exhausted") != nullptr) one += ", exhausted";
+        else if (std::string out = str_at(*m, "runs_out_at"); out.size() >= 10) one += ", runs out " + out.substr(5, 5);
+        burn += (burn.empty() ? "" : "; ") + one;
+      }
+      if (!burn.empty()) budget = burn;
+    }
     t.add_row({text_of(doc, {"metadata.name", "name"}),
                or_dash(text_of(doc, {"spec.default_resource_group", "default_resource_group"})), or_dash(groups),
                or_dash(truncate(members, 40)), or_dash(budget),
@@ -364,6 +397,29 @@ std::string events_table(const json::array& events) {
     t.add_row({format_time_short(millis_at(e, "at")), or_dash(str_at(e, "actor")),
                str_at(e, "object_kind") + "/" + str_at(e, "object_id"), or_dash(str_at(e, "type")), change,
                truncate(str_at(e, "message"), kMessageWidth)});
+  }
+  return t.render();
+}
+
+std::string advice_table(const json::array& steps, std::string_view lang) {
+  Table t({"PROJECT GROUP", "STEP", "ATTEMPTS", "CPU REQ", "CPU P95", "MEM REQ", "MEM MAX", "GPU P95", "ADVICE"});
+  for (const auto& s : steps) {
+    auto number = [&](std::string_view path) -> std::int64_t {
+      const json::value* v = member_path(s, path);
+      return v && v->is_int64() ? v->as_int64() : 0;
+    };
+    std::string advice;
+    if (const json::value* list = member(s, "advice"); list && list->is_array()) {
+      for (const auto& a : list->get_array()) {
+        advice += (advice.empty() ? "" : "; ") + localized_message(a, lang);
+      }
+    }
+    const json::value* gpu = member(s, "gpu");
+    const bool gpu_measured = gpu && gpu->is_object();
+    t.add_row({str_at(s, "project_group"), str_at(s, "step"), std::to_string(number("attempts")),
+               cores_text(number("request.cpu_milli")), cores_text(number("cpu.p95_milli")),
+               bytes_text(number("request.memory_bytes")), bytes_text(number("memory.max_bytes")),
+               gpu_measured ? std::to_string(number("gpu.utilization_p95")) + "%" : "-", or_dash(advice)});
   }
   return t.render();
 }

@@ -40,6 +40,9 @@ std::string users_table(const json::array& users, Millis now);
 std::string events_table(const json::array& events);
 // The group_by keys present, then GPU HOURS, CPU CORE HOURS, MEMORY GIB HOURS, ATTEMPTS.
 std::string usage_table(const json::array& rows);
+// GET /api/v1/usage/advice: a step a row, request against use, the advice
+// in the language asked for.
+std::string advice_table(const json::array& steps, std::string_view lang);
 // Alerts: state, severity, rule, what it is about, since when, summary, and
 // how its latest notification went.
 std::string alerts_table(const json::array& alerts, Millis now);

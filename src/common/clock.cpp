@@ -84,4 +84,17 @@ bool parse_time(std::string_view s, Millis& out) {
   return true;
 }
 
+Millis month_start(Millis t) {
+  using namespace std::chrono;
+  const year_month_day ymd{floor<days>(sys_time<milliseconds>(milliseconds(t)))};
+  return duration_cast<milliseconds>(sys_days{ymd.year() / ymd.month() / 1}.time_since_epoch()).count();
+}
+
+Millis next_month_start(Millis t) {
+  using namespace std::chrono;
+  const year_month_day ymd{floor<days>(sys_time<milliseconds>(milliseconds(t)))};
+  const year_month next = year_month{ymd.year(), ymd.month()} + months(1);
+  return duration_cast<milliseconds>(sys_days{next / 1}.time_since_epoch()).count();
+}
+
 }  // namespace cp

@@ -38,4 +38,8 @@ std::string format_time(Millis t);
 // Parses RFC 3339 ("...Z" or "+08:00") and plain dates ("2026-01-31" = midnight UTC).
 bool parse_time(std::string_view s, Millis& out);
 
+// 00:00 UTC of the first day of the month holding t, and of the month after.
+Millis month_start(Millis t);
+Millis next_month_start(Millis t);
+
 }  // namespace cp

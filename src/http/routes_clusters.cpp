@@ -89,6 +89,20 @@ void add_cluster_routes(Router& router, ControlPlane& cp) {
                return list_response(std::move(items));
              }));
 
+  // Also what the audit log shows as `before` of a PATCH of the node: the
+  // router takes it from the GET of the same path.
+  router.add("GET", "/api/v1/clusters/{id}/nodes/{name}",
+             {.summary = "A node (labels, GPUs, Ready, maintenance)",
+              .tag = "clusters",
+              .response = "Node, with effective_labels"},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto nodes, cp.list_nodes(p, req.param("id")));
+               for (const auto& n : nodes) {
+                 if (n.name == req.param("name")) return ok_json(node_json(n));
+               }
+               return errors::not_found("node", req.param("id") + "/" + req.param("name"));
+             }));
+
   router.add("PATCH", "/api/v1/clusters/{id}/nodes/{name}",
              {.summary = "Override a node's labels or put it in maintenance",
               .tag = "clusters",

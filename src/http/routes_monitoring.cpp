@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "http/routes_common.h"
 
 namespace cp::http::detail {
@@ -54,11 +56,28 @@ json::value json_of(const Response& r) {
   return *v;
 }
 
+// A dry run changes nothing, so there is nothing to audit. Only a route that
+// documents dry_run does one, and it reads the flag with bool_param ("1",
+// "yes" and a bare "?dry_run" count too); any other route ignores the
+// parameter and changes what it changes, so "?dry_run=true" must not hide
+// that change from the log.
+bool is_dry_run(const Router& router, const Request& req) {
+  for (const auto& r : router.routes()) {
+    if (r.method != req.method || r.pattern != req.route) continue;
+    const bool takes_dry_run = std::any_of(r.doc.query.begin(), r.doc.query.end(),
+                                           [](const QueryParamDoc& q) { return q.name == "dry_run"; });
+    if (!takes_dry_run) return false;
+    auto dry_run = bool_param(req, "dry_run", false);
+    return dry_run.ok() && *dry_run;
+  }
+  return false;
+}
+
 }  // namespace
 
 void audit_changes(Router& router, ControlPlane& cp) {
-  router.set_audit([&cp](const Request& req, const std::optional<Response>& before, const Response& answer) {
-    if (req.query_param("dry_run") == "true") return;  // changes nothing
+  router.set_audit([&router, &cp](const Request& req, const std::optional<Response>& before, const Response& answer) {
+    if (is_dry_run(router, req)) return;  // changes nothing
     auto p = cp.authenticate(bearer_token(req));
     if (!p.ok()) return;  // not a user: nothing was changed, nobody to name
     AuditEntry e;

@@ -295,6 +295,47 @@ void add_task_routes(Router& router, ControlPlane& cp) {
                if (wants_csv(req)) return text_response(200, usage_csv(rows, group_by), "text/csv; charset=utf-8");
                return list_response(std::move(rows));
              }));
+
+  router.add("GET", "/api/v1/usage/advice",
+             {.summary = "Request against measured use per step, with advice (\"requests 8 CPUs, uses 1.2 at p95: "
+                         "2 would do\")",
+              .tag = "usage",
+              .response = "{\"items\":[{\"project_group\", \"step\", \"attempts\", \"samples\", \"request\", "
+                          "\"cpu\", \"memory\", \"gpu\", \"advice\":[{\"resource\", \"kind\", \"suggest\"?, "
+                          "\"message\", \"message_zh\"}]}]}",
+              .query = {{.name = "days", .description = "the last N days, 1..90 (default 14)", .type = "integer"},
+                        {.name = "project_group", .description = "only this project group"}}},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto days, int_param(req, "days", 14, 1, 90));
+               CP_ASSIGN(auto rows, cp.usage_advice(p, static_cast<int>(days), req.query_param("project_group")));
+               return list_response(std::move(rows));
+             }));
+
+  router.add("POST", "/api/v1/usage/rebuild",
+             {.summary = "Rebuild the usage ledger of whole months from the attempts' end events (admin)",
+              .tag = "usage",
+              .auth = AuthKind::admin,
+              .body = BodyKind::json,
+              .body_description = "{\"from\": \"YYYY-MM\", \"to\"?: \"YYYY-MM\" (exclusive; default the month after from)}",
+              .response = "{\"from\", \"to\", \"attempts\", \"rows_removed\", \"rows_written\"}"},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto body, json_body(req));
+               auto month = [&](const char* field, std::optional<Millis> fallback) -> Result<Millis> {
+                 const auto* v = body.is_object() ? body.as_object().if_contains(field) : nullptr;
+                 if (!v && fallback) return *fallback;
+                 Millis t = 0;
+                 if (!v || !v->is_string() || v->as_string().size() != 7 ||
+                     !parse_time(std::string(v->as_string()) + "-01", t)) {
+                   return errors::invalid(field, std::string(field) + " must be a month, YYYY-MM",
+                                          std::string(field) + " 须为月份，格式 YYYY-MM");
+                 }
+                 return t;
+               };
+               CP_ASSIGN(auto from, month("from", std::nullopt));
+               CP_ASSIGN(auto to, month("to", next_month_start(from)));
+               CP_ASSIGN(auto out, cp.rebuild_usage(p, from, to));
+               return ok_json(out);
+             }));
 }
 
 }  // namespace cp::http::detail

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "model/resource_use.h"
 #include "model/types.h"
 
 namespace cp {
@@ -54,8 +55,9 @@ struct AttemptReport {
   Millis started_at = 0;
   Millis finished_at = 0;
   std::string message;  // e.g. "killed by signal 9", "preempted: grace expired"
+  ResourceUse use;      // measured so far, per replica (model/resource_use.h); empty when not measured
 };
-BOOST_DESCRIBE_STRUCT(AttemptReport, (), (attempt_id, epoch, state, exit_code, started_at, finished_at, message))
+BOOST_DESCRIBE_STRUCT(AttemptReport, (), (attempt_id, epoch, state, exit_code, started_at, finished_at, message, use))
 
 struct EngineStatus {
   bool ok = true;

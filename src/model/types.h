@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/json.h"
+#include "model/resource_use.h"
 #include "model/resources.h"
 
 namespace cp {
@@ -341,10 +342,11 @@ struct Attempt {
   Millis started_at = 0;
   Millis finished_at = 0;
   Millis lease_renewed_at = 0;
+  ResourceUse use;  // what its replicas used, as its agent measured (empty when not measured)
 };
 BOOST_DESCRIBE_STRUCT(Attempt, (),
                       (id, task_id, number, epoch, cluster_id, placements, resources, state, exit_code, stop_reason,
-                       message, created_at, started_at, finished_at, lease_renewed_at))
+                       message, created_at, started_at, finished_at, lease_renewed_at, use))
 
 // Append-only history: every state change of anything.
 struct Event {

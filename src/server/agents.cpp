@@ -140,17 +140,15 @@ static Status finish_attempt(Tx& tx, Attempt& a, const AttemptReport& r, Millis 
   a.exit_code = r.exit_code;
   a.finished_at = r.finished_at ? r.finished_at : now;
   if (a.started_at == 0) a.started_at = r.started_at;
+  if (r.use.samples() > 0) a.use = r.use;
   if (!preempted) {
     a.message = r.message;
   } else if (!r.message.empty()) {
     a.message += " (" + r.message + ")";
   }
   CP_TRY(tx.update_attempt(a));
-  CP_ASSIGN(auto eid, tx.append_event(make_event(now, actor, "attempt", a.id, "attempt.state", "",
-                                                boost::describe::enum_to_string(a.state, "?"), r.message)));
-  (void)eid;
   CP_ASSIGN(auto t, tx.get_task(a.task_id));
-  CP_TRY(internal::record_attempt_end(tx, t ? &*t : nullptr, a));
+  CP_TRY(internal::record_attempt_end(tx, t ? &*t : nullptr, a, now, actor, r.message));
   if (!t || t->current_attempt != a.id || is_terminal(t->state)) return {};
   t->exit_code = r.exit_code;
   std::string msg = r.message;
@@ -390,6 +388,9 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
                                       "attempt " + std::to_string(a->number) + " started"));
         }
       }
+      // What it used so far: shown with the task, and what counts if the
+      // attempt is lost before it ends.
+      if (r.use.samples() > 0) a->use = r.use;
       CP_TRY(tx.update_attempt(*a));
     }
     CP_ASSIGN(bool ended, end_unstarted_stops(tx, cid, reported, now, actor));

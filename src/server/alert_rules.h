@@ -33,7 +33,7 @@ struct AlertCondition {
   std::int64_t for_s = 0;  // how long it must hold before it fires
   std::string summary;
   std::string summary_zh;
-  std::vector<std::string> receivers;  // "webhook:<url>"
+  std::vector<std::string> receivers;  // "webhook:<url>" | "email:<address>"
 };
 
 std::string alert_fingerprint(const std::string& rule, const Labels& labels);

@@ -12,15 +12,22 @@
 //   queue_wait           a resource group's oldest queued task waits too long
 //   budget               a project group used >= 80 % / 100 % of its monthly GPU hours
 //                        or of its monthly cost (with a price table)
+//
+// Receivers (each with its own retries, alert_rules.h):
+//   webhook:<url>        an HTTP POST of Alertmanager's payload (version 4)
+//   email:<address>      a plain-text mail through smtp_url (common/smtp_client.h)
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "common/http_client.h"
 #include "common/ids.h"
+#include "common/smtp_client.h"
 #include "server/alert_rules.h"
 #include "server/control_plane.h"
 #include "server/internal.h"
@@ -43,11 +50,18 @@ std::string severity_of_level(std::size_t i, std::size_t levels) {
   return "info";
 }
 
+// `extra`: the resource group's own webhook (AlertPolicy), "" for none.
 std::vector<std::string> receivers(const ServerConfig& config, const std::string& extra) {
   std::vector<std::string> out;
-  if (!extra.empty()) out.push_back("webhook:" + extra);
+  auto add = [&](const std::string& r) {
+    if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  };
+  if (!extra.empty()) add("webhook:" + extra);
   for (const auto& w : config.alert_webhooks) {
-    if (!w.empty() && std::find(out.begin(), out.end(), "webhook:" + w) == out.end()) out.push_back("webhook:" + w);
+    if (!w.empty()) add("webhook:" + w);
+  }
+  for (const auto& e : config.alert_emails) {
+    if (!e.empty()) add("email:" + e);
   }
   return out;
 }
@@ -85,6 +99,63 @@ std::string alertmanager_payload(const Alert& a, const std::string& notify, cons
   return dump(body);
 }
 
+// The email about one alert's transition: the subject says what and how
+// bad, the body both languages and what a mail client shows nowhere else.
+// The Message-ID is the same on every try of one transition (a server that
+// took a message whose answer got lost may drop the copy), and "resolved"
+// replies to "firing", so mail clients thread the two.
+MailMessage alert_mail(const Alert& a, const std::string& notify, const ServerConfig& config, const std::string& to,
+                       Millis now) {
+  std::string upper = notify;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  std::string summary = a.summary;
+  if (summary.size() > 200) {  // the body has it whole
+    std::size_t cut = 200;
+    while (cut > 0 && (static_cast<unsigned char>(summary[cut]) & 0xC0) == 0x80) --cut;
+    summary = summary.substr(0, cut) + "...";
+  }
+  std::string labels;
+  for (const auto& [k, v] : a.labels) labels += (labels.empty() ? "" : ", ") + k + "=" + v;
+  char value[48];
+  if (a.value == std::floor(a.value) && std::fabs(a.value) < 1e15) {
+    std::snprintf(value, sizeof value, "%lld", static_cast<long long>(a.value));
+  } else {
+    std::snprintf(value, sizeof value, "%.2f", a.value);
+  }
+  const std::string domain = config.smtp_from.substr(config.smtp_from.find('@') + 1);
+  MailMessage m;
+  m.from = config.smtp_from;
+  m.to = {to};
+  m.subject = "[" + upper + "] " + a.rule + " " + a.severity + ": " + summary;
+  m.date = now;
+  m.message_id = a.id + "." + notify + "@" + domain;
+  if (notify == "resolved") m.in_reply_to = a.id + ".firing@" + domain;
+  std::string& b = m.body;
+  b += "[" + upper + "] " + a.rule + " (" + a.severity + ")\n";
+  b += std::string(notify == "resolved" ? "[已恢复] " : "[告警中] ") + a.rule + "（" + a.severity + "）\n\n";
+  b += a.summary + "\n";
+  if (!a.summary_zh.empty()) b += a.summary_zh + "\n";
+  b += "\n";
+  b += "Value / 值:          " + std::string(value) + "\n";
+  b += "Labels / 标签:       " + labels + "\n";
+  b += "Started / 开始:      " + format_time(a.started_at) + "\n";
+  if (a.firing_at) b += "Firing / 触发:       " + format_time(a.firing_at) + "\n";
+  if (a.resolved_at) b += "Resolved / 恢复:     " + format_time(a.resolved_at) + "\n";
+  b += "Alert / 告警:        " + a.id + "\n";
+  if (!config.external_url.empty()) b += "\n" + config.external_url + "/alerts\n";
+  return m;
+}
+
+std::string send_alert_mail(const ServerConfig& config, const MailMessage& m) {
+  if (config.smtp_url.empty()) return "no smtp_url is configured";
+  SmtpSettings smtp;
+  smtp.url = config.smtp_url;
+  smtp.user = config.smtp_user;
+  smtp.password = config.smtp_password;
+  auto st = send_mail(smtp, m);
+  return st.ok() ? "" : st.error().message;
+}
+
 std::string http_post(const std::string& url, const std::string& body) {
   HttpClient client;
   HttpRequestOptions opts;
@@ -97,14 +168,6 @@ std::string http_post(const std::string& url, const std::string& body) {
   return "";
 }
 
-// 00:00 UTC of the first day of t's month.
-Millis month_start(Millis t) {
-  using namespace std::chrono;
-  const sys_days day = floor<days>(sys_time<milliseconds>(milliseconds(t)));
-  const year_month_day ymd(day);
-  return duration_cast<milliseconds>(sys_days(ymd.year() / ymd.month() / 1).time_since_epoch()).count();
-}
-
 bool may_see(const Principal& p, const Alert& a) {
   if (p.kind != Principal::Kind::user) return false;
   auto pg = a.labels.find("project_group");
@@ -114,14 +177,6 @@ bool may_see(const Principal& p, const Alert& a) {
 }  // namespace
 
 // ------------------------------------------------------------ conditions
-
-namespace {
-struct MonthUse {
-  double gpu_hours = 0;
-  std::int64_t cost_cents = 0;
-  std::string currency;
-};
-}  // namespace
 
 static Result<std::vector<AlertCondition>> gather_conditions(Tx& tx, const ServerConfig& config, Millis now,
                                                              const std::map<std::string, MonthUse>& month_use) {
@@ -287,21 +342,7 @@ Status ControlPlane::evaluate_alerts() {
   std::lock_guard lock(alert_mu_);
   const Millis now = clock_.now_ms();
   // This month's GPU hours and cost per project group (ledger plus running work).
-  std::map<std::string, MonthUse> month_use;
-  {
-    Principal system;
-    system.user = "system";
-    system.role = PlatformRole::admin;
-    const Millis month = month_start(now);
-    CP_ASSIGN(auto rows, usage(system, month, std::max(now, month + 1), {"project_group"}));
-    for (const auto& r : rows) {
-      const auto& o = r.as_object();
-      auto& u = month_use[std::string(o.at("project_group").as_string())];
-      u.gpu_hours = o.at("gpu_hours").to_number<double>();
-      if (const auto* c = o.if_contains("cost_cents")) u.cost_cents = c->to_number<std::int64_t>();
-      if (const auto* c = o.if_contains("currency")) u.currency = std::string(c->as_string());
-    }
-  }
+  CP_ASSIGN(auto month_use, month_to_date(now));
   // The rules read in a read transaction (a write one would hold up every
   // submit for as long as they read); only changes are written. Nothing
   // else writes alerts between the two: deliveries hold alert_mu_ too.
@@ -366,6 +407,8 @@ Status ControlPlane::deliver_alerts() {
       std::string error;
       if (d.receiver.starts_with("webhook:")) {
         error = send(d.receiver.substr(8), alertmanager_payload(a, d.notify, config_.external_url));
+      } else if (d.receiver.starts_with("email:")) {
+        error = send_alert_mail(config_, alert_mail(a, d.notify, config_, d.receiver.substr(6), now));
       } else {
         error = "unknown receiver kind";
       }

@@ -1,5 +1,6 @@
 // Clusters, nodes, bootstrap tokens, and the documents admins apply:
 // resource groups, project groups, priority classes.
+#include <algorithm>
 #include <set>
 
 #include "common/ids.h"
@@ -378,9 +379,31 @@ Result<std::pair<json::object, bool>> ControlPlane::apply_document(const Princip
   return std::make_pair(std::move(out), created);
 }
 
+namespace {
+bool has_budget(const Budget& b) { return (b.gpu_hours && *b.gpu_hours > 0) || (b.cost_cents && *b.cost_cents > 0); }
+}  // namespace
+
+// Project groups with a budget get status.budget: this month's use against
+// it (read after the documents, as `usage` reads it).
+Status ControlPlane::add_budget_status(const std::map<std::string, Budget>& budgets,
+                                       const std::function<json::object*(const std::string&)>& document_of) {
+  if (std::none_of(budgets.begin(), budgets.end(), [](const auto& b) { return has_budget(b.second); })) return {};
+  const Millis now = clock_.now_ms();
+  CP_ASSIGN(auto use, month_to_date(now));
+  for (const auto& [name, budget] : budgets) {
+    json::object* d = has_budget(budget) ? document_of(name) : nullptr;
+    if (d == nullptr) continue;
+    json::object status;
+    status["budget"] = internal::budget_status(budget, use[name], now);
+    (*d)["status"] = std::move(status);
+  }
+  return {};
+}
+
 Result<json::object> ControlPlane::get_document(const Principal& p, const std::string& kind, const std::string& name) {
   if (!known_kind(kind)) return errors::not_found("kind", kind);
   json::object out;
+  std::map<std::string, Budget> budgets;
   CP_TRY(store_.read([&](Tx& tx) -> Status {
     if (kind == "ResourceGroup") {
       CP_ASSIGN(auto rg, tx.get_resource_group(name));
@@ -393,6 +416,7 @@ Result<json::object> ControlPlane::get_document(const Principal& p, const std::s
       CP_ASSIGN(auto pg, tx.get_project_group(name));
       if (!pg || !p.can_read_project(name)) return errors::not_found("project group", name);
       out = project_group_to_document(*pg);
+      budgets[name] = pg->monthly_budget;
     } else {
       CP_ASSIGN(auto pc, tx.get_priority_class(name));
       if (!pc) return errors::not_found("priority class", name);
@@ -400,12 +424,14 @@ Result<json::object> ControlPlane::get_document(const Principal& p, const std::s
     }
     return {};
   }));
+  CP_TRY(add_budget_status(budgets, [&](const std::string&) { return &out; }));
   return out;
 }
 
 Result<json::array> ControlPlane::list_documents(const Principal& p, const std::string& kind) {
   if (!known_kind(kind)) return errors::not_found("kind", kind);
   json::array out;
+  std::map<std::string, Budget> budgets;
   CP_TRY(store_.read([&](Tx& tx) -> Status {
     if (kind == "ResourceGroup") {
       CP_ASSIGN(auto rgs, tx.list_resource_groups());
@@ -419,13 +445,26 @@ Result<json::array> ControlPlane::list_documents(const Principal& p, const std::
     } else if (kind == "ProjectGroup") {
       CP_ASSIGN(auto pgs, tx.list_project_groups());
       for (const auto& pg : pgs) {
-        if (p.can_read_project(pg.name)) out.push_back(project_group_to_document(pg));
+        if (!p.can_read_project(pg.name)) continue;
+        out.push_back(project_group_to_document(pg));
+        budgets[pg.name] = pg.monthly_budget;
       }
     } else {
       CP_ASSIGN(auto pcs, tx.list_priority_classes());
       for (const auto& pc : pcs) out.push_back(priority_class_to_document(pc));
     }
     return {};
+  }));
+  CP_TRY(add_budget_status(budgets, [&](const std::string& name) -> json::object* {
+    for (auto& d : out) {
+      auto& o = d.as_object();
+      const auto* meta = o.if_contains("metadata");
+      if (meta && meta->is_object() && meta->as_object().contains("name") &&
+          meta->as_object().at("name").as_string() == name) {
+        return &o;
+      }
+    }
+    return nullptr;
   }));
   return out;
 }

@@ -338,21 +338,17 @@ Result<ControlPlane::RetentionPass> ControlPlane::run_retention() {
     pass.history += removed;
     if (removed >= std::min(kEventsPerTx, batch)) pass.more = true;
   }
-  if (config_.audit_retention_s > 0) {
-    cutoff = now - config_.audit_retention_s * 1000;
+  // The audit log, resolved alerts and measured use: one batch each.
+  using Prune = Result<std::int64_t> (Tx::*)(Millis, int);
+  const std::pair<std::int64_t, Prune> kept[] = {{config_.audit_retention_s, &Tx::delete_audit_before},
+                                                 {config_.alert_history_s, &Tx::delete_alerts_resolved_before},
+                                                 {config_.use_history_s, &Tx::delete_resource_use_before}};
+  for (const auto& [age, prune] : kept) {
+    if (age <= 0) continue;
+    cutoff = now - age * 1000;
     std::int64_t removed = 0;
     CP_TRY(store_.write([&](Tx& tx) -> Status {
-      CP_ASSIGN(removed, tx.delete_audit_before(cutoff, static_cast<int>(std::min(kEventsPerTx, batch))));
-      return {};
-    }));
-    pass.history += removed;
-    if (removed >= std::min(kEventsPerTx, batch)) pass.more = true;
-  }
-  if (config_.alert_history_s > 0) {
-    cutoff = now - config_.alert_history_s * 1000;
-    std::int64_t removed = 0;
-    CP_TRY(store_.write([&](Tx& tx) -> Status {
-      CP_ASSIGN(removed, tx.delete_alerts_resolved_before(cutoff, static_cast<int>(std::min(kEventsPerTx, batch))));
+      CP_ASSIGN(removed, (tx.*prune)(cutoff, static_cast<int>(std::min(kEventsPerTx, batch))));
       return {};
     }));
     pass.history += removed;

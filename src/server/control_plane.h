@@ -77,8 +77,18 @@ struct ServerConfig {
   std::int64_t history_days_s = 2 * 365 * 86400;
   std::int64_t alert_history_s = 90 * 86400;  // resolved alerts, by last change
   std::int64_t audit_retention_s = 365 * 86400;  // the audit log; 0 = keep
+  std::int64_t use_history_s = 90 * 86400;       // measured use per step (request-vs-use advice), by day
   // Alert rules beside the resource groups' own watermarks (AlertPolicy).
   std::vector<std::string> alert_webhooks;  // receive every alert (Alertmanager webhook format)
+  // Email receivers of every alert, sent through smtp_url: smtp://host[:port]
+  // (upgraded with STARTTLS when the server offers it) or smtps://host[:port].
+  // The login comes from CUBEPLANE_SMTP_USER / CUBEPLANE_SMTP_PASSWORD
+  // (main.cpp), never from a config file; empty user = no AUTH.
+  std::vector<std::string> alert_emails;
+  std::string smtp_url;
+  std::string smtp_from = "cubeplane@localhost";
+  std::string smtp_user;
+  std::string smtp_password;
   std::int64_t queue_wait_alert_s = 1800;   // oldest queued task of a group waits longer; 0 = off
   std::int64_t cluster_offline_for_s = 60;  // offline that long before it fires
   std::int64_t node_not_ready_for_s = 300;
@@ -102,6 +112,13 @@ struct MetricsSnapshot {
   std::map<std::tuple<std::string, std::string, std::string>, std::int64_t> alerts;
   std::int64_t alert_deliveries_failed = 0;
   std::int64_t alert_deliveries_pending = 0;
+};
+
+// A project group's use this month so far (the ledger plus running work).
+struct MonthUse {
+  double gpu_hours = 0;
+  std::int64_t cost_cents = 0;
+  std::string currency;  // "" without a price table
 };
 
 struct LogRead {
@@ -174,6 +191,16 @@ class ControlPlane {
   // group_by: any of project_group, resource_group, cluster, gpu_type, user, day, month.
   // With a price table, each row also has cost_cents, cost and currency.
   Result<json::array> usage(const Principal& p, Millis from, Millis to, const std::vector<std::string>& group_by);
+  // Rebuilds the ledger of the whole months [from_month, to_month) from the
+  // attempts' end events, in one transaction (admin). Refused (409) when
+  // retention may have pruned events those months need, or when an end
+  // event there lacks its usage data; then nothing changes. Returns
+  // {from, to, attempts, rows_removed, rows_written}.
+  Result<json::object> rebuild_usage(const Principal& p, Millis from_month, Millis to_month);
+  // Request against measured use (server/advice.h) per step ("<pipeline>/
+  // <step>") of the project groups `p` may read, or of one, over the last
+  // `days` days (1..90): request, p50/p95/max use, and advice.
+  Result<json::array> usage_advice(const Principal& p, int days, const std::string& project_group);
   // The price table (model/prices.h) as a document; anyone may read it, an
   // admin replaces it whole.
   Result<json::object> get_price_table(const Principal& p);
@@ -202,7 +229,7 @@ class ControlPlane {
   // kind filled its batch, so the next pass should follow soon.
   struct RetentionPass {
     std::int64_t tmp_objects = 0, log_objects = 0, events = 0, tasks = 0;
-    std::int64_t history = 0;  // rows of cluster history and resolved alerts
+    std::int64_t history = 0;  // rows of cluster history, audit log, resolved alerts and measured use
     bool more = false;
   };
   Result<RetentionPass> run_retention();
@@ -218,8 +245,8 @@ class ControlPlane {
   // Runs the alert rules once: new alerts go pending, held ones fire,
   // cleared ones resolve (alert_rules.h).
   Status evaluate_alerts();
-  // Makes the deliveries that are due; `send` posts one notification and
-  // returns "" or what went wrong (default: an HTTP POST of the JSON body).
+  // Makes the deliveries that are due; `send` posts one webhook and returns ""
+  // or what went wrong (default: an HTTP POST); emails always go over SMTP.
   using AlertSend = std::function<std::string(const std::string& url, const std::string& json_body)>;
   void set_alert_sender(AlertSend send);
   Status deliver_alerts();
@@ -253,6 +280,11 @@ class ControlPlane {
   bool store_healthy();
 
  private:
+  // This month's use per project group, as `usage` reports it.
+  Result<std::map<std::string, MonthUse>> month_to_date(Millis now);
+  Status add_budget_status(const std::map<std::string, Budget>& budgets,
+                           const std::function<json::object*(const std::string&)>& document_of);
+
   Store& store_;
   ObjectStore& objects_;
   const Clock& clock_;

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/smtp_client.h"
 #include "model/documents.h"
 
 namespace cp {
@@ -33,6 +34,9 @@ struct ServerSpec {
   std::int64_t task_retention_s = 180 * 86400;
   // Monitoring and alerts (ServerConfig documents them).
   std::vector<std::string> alert_webhooks;
+  std::vector<std::string> alert_emails;
+  std::string smtp_url;  // the login comes from the environment only (main.cpp)
+  std::string smtp_from = "cubeplane@localhost";
   std::int64_t queue_wait_alert_s = 1800;
   std::int64_t cluster_offline_for_s = 60;
   std::int64_t node_not_ready_for_s = 300;
@@ -41,8 +45,8 @@ struct ServerSpec {
 BOOST_DESCRIBE_STRUCT(ServerSpec, (),
                       (listen, store, objects, web_root, log_level, lease_ttl_s, lost_after_s, credential_ttl_s,
                        fair_share, reservations_per_group, max_victims, tmp_retention_s, log_retention_s,
-                       event_retention_s, task_retention_s, alert_webhooks, queue_wait_alert_s, cluster_offline_for_s,
-                       node_not_ready_for_s, external_url))
+                       event_retention_s, task_retention_s, alert_webhooks, alert_emails, smtp_url, smtp_from,
+                       queue_wait_alert_s, cluster_offline_for_s, node_not_ready_for_s, external_url))
 
 struct ServerDoc {
   std::string apiVersion;
@@ -126,6 +130,9 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       fleet.server.control.event_retention_s = sd.spec.event_retention_s;
       fleet.server.control.task_retention_s = sd.spec.task_retention_s;
       fleet.server.control.alert_webhooks = sd.spec.alert_webhooks;
+      fleet.server.control.alert_emails = sd.spec.alert_emails;
+      fleet.server.control.smtp_url = sd.spec.smtp_url;
+      fleet.server.control.smtp_from = sd.spec.smtp_from;
       fleet.server.control.queue_wait_alert_s = sd.spec.queue_wait_alert_s;
       fleet.server.control.cluster_offline_for_s = sd.spec.cluster_offline_for_s;
       fleet.server.control.node_not_ready_for_s = sd.spec.node_not_ready_for_s;
@@ -136,6 +143,31 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
           return in_document(i, errors::invalid("spec.alert_webhooks[" + std::to_string(w) + "]",
                                                 "must be an http:// or https:// URL", "必须是 http:// 或 https:// 地址"));
         }
+      }
+      for (std::size_t e = 0; e < sd.spec.alert_emails.size(); ++e) {
+        const auto& addr = sd.spec.alert_emails[e];
+        if (!is_mail_address(addr)) {
+          return in_document(i, errors::invalid("spec.alert_emails[" + std::to_string(e) + "]",
+                                                "\"" + addr + "\" is not an email address (name@domain, no spaces)",
+                                                "\"" + addr + "\" 不是电子邮件地址（name@domain，不含空格）"));
+        }
+      }
+      if (!sd.spec.smtp_url.empty() && !is_smtp_url(sd.spec.smtp_url)) {
+        return in_document(i, errors::invalid("spec.smtp_url",
+                                              "must be an smtp:// or smtps:// URL without spaces; the login comes "
+                                              "from CUBEPLANE_SMTP_USER / CUBEPLANE_SMTP_PASSWORD, not the URL",
+                                              "必须是不含空格的 smtp:// 或 smtps:// 地址；登录信息来自环境变量 "
+                                              "CUBEPLANE_SMTP_USER / CUBEPLANE_SMTP_PASSWORD，而非地址"));
+      }
+      if (!sd.spec.alert_emails.empty() && sd.spec.smtp_url.empty()) {
+        return in_document(i, errors::invalid("spec.smtp_url", "is required when spec.alert_emails is set",
+                                              "设置了 spec.alert_emails 时必须填写"));
+      }
+      if (!is_mail_address(sd.spec.smtp_from)) {
+        return in_document(i, errors::invalid("spec.smtp_from",
+                                              "\"" + sd.spec.smtp_from +
+                                                  "\" is not an email address (name@domain, no spaces)",
+                                              "\"" + sd.spec.smtp_from + "\" 不是电子邮件地址（name@domain，不含空格）"));
       }
       for (auto [field, value] : {std::pair{"spec.queue_wait_alert_s", sd.spec.queue_wait_alert_s},
                                   std::pair{"spec.cluster_offline_for_s", sd.spec.cluster_offline_for_s},

@@ -136,8 +136,81 @@ std::vector<ClusterSample> history_rows(const std::string& cluster, Millis at,
   return rows;
 }
 
-Status record_attempt_end(Tx& tx, const Task* task, const Attempt& a) {
+Event attempt_end_event(Millis now, const std::string& actor, const Task* task, const Attempt& a,
+                        const std::string& message) {
+  json::object data;
+  if (task) {
+    json::object u;
+    u["task_id"] = task->id;
+    u["project_group"] = task->project_group;
+    u["resource_group"] = task->resource_group;
+    u["user"] = task->user;
+    u["cluster"] = a.cluster_id;
+    u["started_at"] = a.started_at;
+    u["finished_at"] = a.finished_at;
+    u["resources"] = to_json(a.resources);
+    u["replicas"] = static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
+    data["usage"] = std::move(u);
+  }
+  return make_event(now, actor, "attempt", a.id, "attempt.state", "", boost::describe::enum_to_string(a.state, "?"),
+                    message, std::move(data));
+}
+
+std::optional<std::pair<Task, Attempt>> usage_source(const Event& e) {
+  const auto* u = e.data.if_contains("usage");
+  if (!u || !u->is_object()) return std::nullopt;
+  const auto& o = u->as_object();
+  auto text = [&](const char* k) -> std::string {
+    const auto* v = o.if_contains(k);
+    return v && v->is_string() ? std::string(v->as_string()) : std::string();
+  };
+  auto number = [&](const char* k) -> std::int64_t {
+    const auto* v = o.if_contains(k);
+    return v && v->is_int64() ? v->as_int64() : 0;
+  };
+  Task t;
+  t.id = text("task_id");
+  t.project_group = text("project_group");
+  t.resource_group = text("resource_group");
+  t.user = text("user");
+  Attempt a;
+  a.id = e.object_id;
+  a.task_id = t.id;
+  a.cluster_id = text("cluster");
+  a.started_at = number("started_at");
+  a.finished_at = number("finished_at");
+  const auto* r = o.if_contains("resources");
+  if (!r || !from_json(*r, a.resources).ok()) return std::nullopt;
+  a.placements.resize(static_cast<std::size_t>(std::clamp<std::int64_t>(number("replicas"), 1, 100000)));
+  AttemptState state{};
+  if (!boost::describe::enum_from_string(e.to.c_str(), state)) return std::nullopt;
+  a.state = state;
+  return std::pair{std::move(t), std::move(a)};
+}
+
+// Measured use goes to its step's row of the day the attempt ended; the
+// step is named with its pipeline's name, which stays the same from one
+// submission of a pipeline to the next.
+Status record_measured_use(Tx& tx, const Task& task, const Attempt& a) {
+  if (a.use.samples() == 0 || a.finished_at == 0) return {};
+  CP_ASSIGN(auto pipeline, tx.get_pipeline(task.pipeline_id));
+  ResourceUseRow row;
+  row.day = day_start(a.finished_at);
+  row.project_group = task.project_group;
+  row.step = (pipeline ? pipeline->name : task.pipeline_id) + "/" + task.name;
+  row.attempts = 1;
+  row.request = a.resources;
+  row.request_at = a.finished_at;
+  row.use = a.use;
+  return tx.add_resource_use(row);
+}
+
+Status record_attempt_end(Tx& tx, const Task* task, const Attempt& a, Millis now, const std::string& actor,
+                          const std::string& message) {
+  CP_ASSIGN(auto eid, tx.append_event(attempt_end_event(now, actor, task, a, message)));
+  (void)eid;
   if (task) CP_TRY(record_usage(tx, *task, a));
+  if (task) CP_TRY(record_measured_use(tx, *task, a));
   const bool failed = a.state == AttemptState::Failed || a.state == AttemptState::Lost;
   if (!failed && a.state != AttemptState::Succeeded) return {};
   return tx.add_cluster_samples(history_rows(a.cluster_id, a.finished_at, [&](ClusterSample& s) {

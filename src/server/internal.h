@@ -44,9 +44,21 @@ inline constexpr std::int64_t kHistoryWidths[] = {60, 3600, 86400};
 std::vector<ClusterSample> history_rows(const std::string& cluster, Millis at,
                                         const std::function<void(ClusterSample&)>& fill);
 // Everything an attempt's end writes besides the attempt and task: its
-// usage (record_usage) and, for Succeeded, Failed and Lost, the cluster's
-// finished/failed counters. In the transaction that ends it.
-Status record_attempt_end(Tx& tx, const Task* task, const Attempt& a);
+// "attempt.state" event (attempt_end_event), its usage (record_usage) and,
+// for Succeeded, Failed and Lost, the cluster's finished/failed counters.
+// In the transaction that ends it.
+Status record_attempt_end(Tx& tx, const Task* task, const Attempt& a, Millis now, const std::string& actor,
+                          const std::string& message);
+
+// The event that says an attempt ended. Self-contained: its data holds what
+// the attempt's ledger rows are made of ("usage": task, groups, user,
+// cluster, start, end, resources per replica, replicas), so that the ledger
+// can be rebuilt from events alone (ControlPlane::rebuild_usage).
+Event attempt_end_event(Millis now, const std::string& actor, const Task* task, const Attempt& a,
+                        const std::string& message);
+// The task and attempt (the parts usage_of reads) that such an event
+// describes; nullopt for an event without "usage" data.
+std::optional<std::pair<Task, Attempt>> usage_source(const Event& e);
 
 inline constexpr Millis kDayMs = 86'400'000;
 inline Millis day_start(Millis t) { return t - ((t % kDayMs) + kDayMs) % kDayMs; }
@@ -56,6 +68,12 @@ inline Millis day_start(Millis t) { return t - ((t % kDayMs) + kDayMs) % kDayMs;
 // approval holds at `now`; platform admins need none); nullopt: it may.
 Result<std::optional<Error>> approval_refusal(Tx& tx, const ProjectGroup& pg, const std::string& rg,
                                               const Principal& p, Millis now);
+
+// A project group's monthly budget against this month's use (month_to_date)
+// at `now`: per measure (gpu_hours; cost with a price table) used, budget,
+// percent, projected (the month's end at the pace so far), exhausted or
+// runs_out_at (at that pace, when it runs out within the month).
+json::object budget_status(const Budget& budget, const MonthUse& use, Millis now);
 
 Error unknown_reference(const std::string& field, const std::string& kind, const std::string& name);
 Error forbidden_for(const Principal& p, const std::string& what_en, const std::string& what_zh);

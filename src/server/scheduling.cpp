@@ -341,11 +341,8 @@ Status ControlPlane::check_liveness() {
         a.message = "cluster " + c.id + " unreachable";
         a.finished_at = now;
         CP_TRY(tx.update_attempt(a));
-        CP_ASSIGN(auto aid, tx.append_event(make_event(now, "system", "attempt", a.id, "attempt.state", "", "Lost",
-                                                      a.message)));
-        (void)aid;
         CP_ASSIGN(auto t, tx.get_task(a.task_id));
-        CP_TRY(internal::record_attempt_end(tx, t ? &*t : nullptr, a));
+        CP_TRY(internal::record_attempt_end(tx, t ? &*t : nullptr, a, now, "system", a.message));
         if (!t || t->current_attempt != a.id || is_terminal(t->state)) continue;
         if (t->cancel_requested) {
           CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, "system", a.message));

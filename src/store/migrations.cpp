@@ -311,10 +311,24 @@ DROP INDEX approvals_created;
 CREATE INDEX approvals_created ON approvals (created_at, id COLLATE "C");
 )sql";
 
-constexpr std::array<Migration, 3> kMigrations{{
+// Version 4: measured use (ResourceUseRow), merged per day, project group
+// and step, read by project group over a range of days.
+constexpr std::string_view kV4 = R"sql(
+CREATE TABLE resource_use (
+  day BIGINT NOT NULL,
+  project_group TEXT NOT NULL,
+  step TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  PRIMARY KEY (day, project_group, step)
+);
+CREATE INDEX resource_use_group_day ON resource_use (project_group, day);
+)sql";
+
+constexpr std::array<Migration, 4> kMigrations{{
     {1, "initial schema", kV1, kV1Postgres},
     {2, "task list indices, usage ledger", kV2, kV2Postgres},
     {3, "cluster history, alerts, audit log, approvals", kV3, kV3Postgres},
+    {4, "measured use per step", kV4, ""},
 }};
 
 }  // namespace

@@ -216,20 +216,7 @@ Statement active_attempts(const std::string& cluster_id, const Dialect& d) {
   return s;
 }
 
-Millis month_of(Millis t) {
-  using namespace std::chrono;
-  const year_month_day ymd{floor<days>(sys_time<milliseconds>(milliseconds(t)))};
-  return duration_cast<milliseconds>(sys_days{ymd.year() / ymd.month() / 1}.time_since_epoch()).count();
-}
-
 namespace {
-
-Millis next_month(Millis month) {
-  using namespace std::chrono;
-  const year_month_day ymd{floor<days>(sys_time<milliseconds>(milliseconds(month)))};
-  const year_month next = year_month{ymd.year(), ymd.month()} + months(1);
-  return duration_cast<milliseconds>(sys_days{next / 1}.time_since_epoch()).count();
-}
 
 // INSERT ... ON CONFLICT DO UPDATE: SQLite 3.24+ and PostgreSQL 9.5+.
 Statement upsert_usage(std::string_view table, std::string_view period_column, Millis period, const UsageRow& r) {
@@ -249,7 +236,7 @@ Statement upsert_usage(std::string_view table, std::string_view period_column, M
 }  // namespace
 
 std::vector<Statement> add_usage(const UsageRow& r) {
-  return {upsert_usage("usage_daily", "day", r.day, r), upsert_usage("usage_monthly", "month", month_of(r.day), r)};
+  return {upsert_usage("usage_daily", "day", r.day, r), upsert_usage("usage_monthly", "month", month_start(r.day), r)};
 }
 
 Result<Statement> usage_totals(const UsageQuery& q, const Dialect& d) {
@@ -281,8 +268,8 @@ Result<Statement> usage_totals(const UsageQuery& q, const Dialect& d) {
   // row per month instead of one per day; the days before the first and
   // after the last whole month from usage_daily. Grouped by day, it is all
   // usage_daily.
-  const Millis first_month = month_of(q.from_day) == q.from_day ? q.from_day : next_month(month_of(q.from_day));
-  const Millis end_month = month_of(q.to_day);
+  const Millis first_month = month_start(q.from_day) == q.from_day ? q.from_day : next_month_start(month_start(q.from_day));
+  const Millis end_month = month_start(q.to_day);
   if (by_day || first_month >= end_month) {
     Statement s{"SELECT " + select + sums + " FROM usage_daily WHERE day >= ? AND day < ?" + group + order,
                 {q.from_day, q.to_day}};
@@ -292,7 +279,7 @@ Result<Statement> usage_totals(const UsageQuery& q, const Dialect& d) {
   // One month as an equality, so that an index on (month, ...) hands its
   // rows over in the order of the next columns.
   Statement s{"SELECT " + select + sums + " FROM (SELECT " + parts + " FROM usage_monthly WHERE ", {}};
-  if (next_month(first_month) == end_month) {
+  if (next_month_start(first_month) == end_month) {
     s.text += "month = ?";
     s.args = {first_month};
   } else {

@@ -56,8 +56,6 @@ Statement active_attempts(const std::string& cluster_id, const Dialect& d);
 // usage_daily.
 std::vector<Statement> add_usage(const UsageRow& row);
 Result<Statement> usage_totals(const UsageQuery& q, const Dialect& d);
-// 00:00 UTC of the first day of the month holding t.
-Millis month_of(Millis t);
 // The group columns of a usage_totals result, in order, for decoding: the
 // sums follow them (attempts, gpu_ms, cpu_core_ms, memory_mib_s).
 std::vector<std::string> usage_result_columns(const UsageQuery& q);

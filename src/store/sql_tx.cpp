@@ -39,6 +39,101 @@ Result<std::vector<UsageRow>> SqlTx::usage_totals(const UsageQuery& q) {
   return out;
 }
 
+Result<std::int64_t> SqlTx::delete_usage_months(Millis from_month, Millis to_month) {
+  if (month_start(from_month) != from_month || month_start(to_month) != to_month || to_month < from_month) {
+    return errors::invalid("months", "the ledger is removed by whole months: from and to must be month starts",
+                           "用量账本按整月删除：起止时间须为月初");
+  }
+  CP_ASSIGN(auto days, run_modify({"DELETE FROM usage_daily WHERE day >= ? AND day < ?", {from_month, to_month}}));
+  CP_TRY(run_modify({"DELETE FROM usage_monthly WHERE month >= ? AND month < ?", {from_month, to_month}}));
+  return days;
+}
+
+// ------------------------------------------------------------- measured use
+
+Status SqlTx::add_resource_use(const ResourceUseRow& row) {
+  if (row.project_group.empty() || row.step.empty()) {
+    return errors::invalid("resource_use", "a row of measured use needs a project group and a step",
+                           "实测用量行需要项目组和步骤");
+  }
+  ResourceUseRow merged = row;
+  bool found = false;
+  CP_TRY(run_query({"SELECT doc FROM resource_use WHERE day = ? AND project_group = ? AND step = ?",
+                    {row.day, row.project_group, row.step}},
+                   [&](const Row& r) -> Status {
+                     CP_ASSIGN(merged, decode_row<ResourceUseRow>(r.text(0), "resource_use"));
+                     found = true;
+                     return {};
+                   }));
+  if (found) {
+    merged.attempts += row.attempts;
+    merged.use.merge(row.use);
+    if (row.request_at >= merged.request_at) {
+      merged.request = row.request;
+      merged.request_at = row.request_at;
+    }
+  }
+  CP_TRY(run_modify({"INSERT INTO resource_use (day, project_group, step, doc) VALUES (?, ?, ?, ?) ON CONFLICT "
+                     "(day, project_group, step) DO UPDATE SET doc = excluded.doc",
+                     {row.day, row.project_group, row.step, encode_row(merged)}}));
+  return {};
+}
+
+Result<std::vector<ResourceUseRow>> SqlTx::resource_use(Millis from_day, Millis to_day,
+                                                        const std::string& project_group) {
+  const std::string order = " ORDER BY project_group" + std::string(dialect().bytewise) + ", step" +
+                            std::string(dialect().bytewise) + ", day";
+  sql::Statement s{"SELECT doc FROM resource_use WHERE day >= ? AND day < ?", {from_day, to_day}};
+  if (!project_group.empty()) {
+    s.text += " AND project_group = ?";
+    s.args.emplace_back(project_group);
+  }
+  s.text += order;
+  std::vector<ResourceUseRow> out;
+  CP_TRY(run_query(s, [&](const Row& r) -> Status {
+    CP_ASSIGN(auto row, decode_row<ResourceUseRow>(r.text(0), "resource_use"));
+    out.push_back(std::move(row));
+    return {};
+  }));
+  return out;
+}
+
+Result<std::int64_t> SqlTx::delete_resource_use_before(Millis day, int limit) {
+  return run_modify({"DELETE FROM resource_use WHERE (day, project_group, step) IN (SELECT day, project_group, step "
+                     "FROM resource_use WHERE day < ? ORDER BY day LIMIT ?)",
+                     {day, std::int64_t{std::max(1, limit)}}});
+}
+
+// ------------------------------------------------------------------- events
+
+Result<std::vector<Event>> SqlTx::list_events(const EventQuery& q) {
+  sql::Statement s{"SELECT doc FROM events WHERE id > ?", {q.after_id}};
+  for (const auto& [column, value] : {std::pair{"object_kind", &q.object_kind}, std::pair{"object_id", &q.object_id},
+                                      std::pair{"type", &q.type}}) {
+    if (value->empty()) continue;
+    s.text += std::string(" AND ") + column + " = ?";
+    s.args.emplace_back(*value);
+  }
+  s.text += " ORDER BY id LIMIT ?";
+  s.args.emplace_back(std::int64_t{std::clamp(q.limit, 1, static_cast<int>(sql::kMaxPageSize))});
+  std::vector<Event> out;
+  CP_TRY(run_query(s, [&](const Row& row) -> Status {
+    CP_ASSIGN(auto e, decode_row<Event>(row.text(0), "events"));
+    out.push_back(std::move(e));
+    return {};
+  }));
+  return out;
+}
+
+Result<std::int64_t> SqlTx::first_event_since(Millis at) {
+  std::int64_t id = 0;
+  CP_TRY(run_query({"SELECT COALESCE(MIN(id), 0) FROM events WHERE at >= ?", {at}}, [&](const Row& row) -> Status {
+    id = row.int64(0);
+    return {};
+  }));
+  return id;
+}
+
 // ---------------------------------------------------------------- retention
 
 Result<std::int64_t> SqlTx::delete_events_before(Millis before, int limit) {

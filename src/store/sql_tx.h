@@ -26,6 +26,17 @@ class SqlTx : public Tx {
   // The usage ledger.
   Status add_usage(const std::vector<UsageRow>& rows) override;
   Result<std::vector<UsageRow>> usage_totals(const UsageQuery& q) override;
+  Result<std::int64_t> delete_usage_months(Millis from_month, Millis to_month) override;
+
+  // Events.
+  Result<std::vector<Event>> list_events(const EventQuery& q) override;
+  Result<std::int64_t> first_event_since(Millis at) override;
+
+  // Measured use.
+  Status add_resource_use(const ResourceUseRow& row) override;
+  Result<std::vector<ResourceUseRow>> resource_use(Millis from_day, Millis to_day,
+                                                   const std::string& project_group) override;
+  Result<std::int64_t> delete_resource_use_before(Millis day, int limit) override;
 
   // Retention.
   Result<std::int64_t> delete_events_before(Millis before, int limit) override;

@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "model/approval.h"
 #include "model/monitoring.h"
+#include "model/resource_use.h"
 #include "model/types.h"
 
 namespace cp {
@@ -63,6 +64,20 @@ struct UsageRow {
   std::int64_t cpu_core_ms = 0;
   std::int64_t memory_mib_s = 0;
 };
+
+// What the attempts of one step of a project group really used
+// (model/resource_use.h), merged per UTC day of their end, with the request
+// they ran with: per replica, of the latest of them.
+struct ResourceUseRow {
+  Millis day = 0;  // 00:00 UTC of the day the attempts ended
+  std::string project_group;
+  std::string step;  // "<pipeline name>/<step name>"
+  std::int64_t attempts = 0;
+  Resources request;
+  Millis request_at = 0;  // end of the attempt whose request that is
+  ResourceUse use;
+};
+BOOST_DESCRIBE_STRUCT(ResourceUseRow, (), (day, project_group, step, attempts, request, request_at, use))
 
 // Sums of the ledger over [from_day, to_day), grouped by the named columns
 // (any of day, project_group, resource_group, cluster, user, gpu_type,
@@ -119,6 +134,7 @@ struct EventQuery {
   std::string object_id;    // "" = any
   std::int64_t after_id = 0;
   int limit = 100;
+  std::string type;  // "" = any
 };
 
 class Tx {
@@ -202,12 +218,28 @@ class Tx {
   // Events: append returns the id given to the row.
   virtual Result<std::int64_t> append_event(const Event& e) = 0;
   virtual Result<std::vector<Event>> list_events(const EventQuery& q) = 0;
+  // The id of the first event at or after `at` (0 when there is none): where
+  // a walk by id over the events since a time starts.
+  virtual Result<std::int64_t> first_event_since(Millis at) = 0;
 
   // The usage ledger. add_usage adds each row to the row of the same key
   // (creating it at zero); rows of the same key in one call add up.
   virtual Status add_usage(const std::vector<UsageRow>& rows) = 0;
   // Ordered by the group_by columns; 400 for an unknown column.
   virtual Result<std::vector<UsageRow>> usage_totals(const UsageQuery& q) = 0;
+  // Removes the ledger of the whole months [from_month, to_month) (both the
+  // first instant of a month), daily and monthly rows alike; returns the
+  // daily rows removed. 400 when the bounds are not month starts.
+  virtual Result<std::int64_t> delete_usage_months(Millis from_month, Millis to_month) = 0;
+
+  // Measured use (ResourceUseRow): add merges the row into the row of the
+  // same (day, project group, step), creating it; the request of the later
+  // request_at wins. Read: rows with from_day <= day < to_day, of one
+  // project group or ("") all, by project group, step, day.
+  virtual Status add_resource_use(const ResourceUseRow& row) = 0;
+  virtual Result<std::vector<ResourceUseRow>> resource_use(Millis from_day, Millis to_day,
+                                                           const std::string& project_group) = 0;
+  virtual Result<std::int64_t> delete_resource_use_before(Millis day, int limit) = 0;
 
   // Retention, a batch at a time (at most `limit` rows each call).
   // Deletes events with at < before, oldest first; returns how many.

@@ -112,6 +112,40 @@ TEST_F(LocalExecutorTest, FailedCommandReportsExitCodeAndLog) {
   EXPECT_TRUE(pieces[0].final);
 }
 
+// Each running replica's process group is sampled: CPU over the interval
+// and resident memory, reported with every poll and in the final report.
+// The command holds 64 MiB in a shell variable and spins on one core until
+// the test creates "stop".
+TEST_F(LocalExecutorTest, UseOfEachReplicaIsSampledFromItsProcessGroup) {
+  auto cfg = config();
+  cfg.use_sample_ms = 100;
+  LocalExecutor ex(cfg);
+  ASSERT_TRUE(ex.start(order_for("t-use", 1,
+                                 sh("x=$(head -c 67108864 /dev/zero | tr '\\0' a); "
+                                    "while [ ! -e stop ]; do :; done")))
+                  .ok());
+  std::optional<AttemptReport> live;
+  ASSERT_TRUE(wait_until([&] {
+    live = report(ex, "t-use.1");
+    return live && live->use.memory_mib.max >= 64 && live->use.samples() >= 8;
+  })) << "samples: " << (live ? live->use.samples() : -1);
+  touch(work("t-use.1") + "/stop");
+  auto r = wait_terminal(ex, "t-use.1");
+  EXPECT_EQ(r.state, AttemptState::Succeeded);
+  EXPECT_GE(r.use.samples(), live->use.samples());
+  EXPECT_GE(r.use.memory_mib.max, 64);
+  EXPECT_LT(r.use.memory_mib.max, 512);
+  // One spinning shell: about a core, if the machine lets it run; never two.
+  EXPECT_GT(r.use.cpu_milli.quantile(0.95), 200);
+  EXPECT_LT(r.use.cpu_milli.quantile(0.5), 1600);
+  EXPECT_TRUE(r.use.gpu_util_pct.empty());  // no NVML here
+  // It survives in the journal: a restarted executor reports the same.
+  LocalExecutor again(cfg);
+  auto adopted = report(again, "t-use.1");
+  ASSERT_TRUE(adopted.has_value());
+  EXPECT_EQ(adopted->use.samples(), r.use.samples());
+}
+
 // A zero exit of every replica is Succeeded with exit code 0.
 TEST_F(LocalExecutorTest, SuccessfulCommand) {
   LocalExecutor ex(config());

@@ -150,6 +150,9 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(run({"nodes", "maintenance", "c", "n", "maybe"}), 2);  // on|off
   EXPECT_EQ(run({"usage", "--from", "yesterday"}), 2);
   EXPECT_EQ(run({"usage", "--by", "team"}), 2);
+  EXPECT_EQ(run({"usage", "rebuild", "--from", "2026-13"}), 2);
+  EXPECT_EQ(run({"usage", "rebuild"}), 2);  // --from is required
+  EXPECT_EQ(run({"usage", "advice", "--days", "0"}), 2);
   EXPECT_EQ(run({"nodes", "label", "c", "n", "novalue"}), 2);
   EXPECT_NE(err().find("novalue"), std::string::npos);
 }
@@ -357,6 +360,35 @@ TEST_F(CliTest, UsageCsvAndTable) {
   EXPECT_EQ(run({"usage", "--by", "cluster, gpu_type"}), 0) << err();
   EXPECT_EQ(server.last().query, "group_by=cluster%2Cgpu_type");
   EXPECT_NE(out().find("c1        1.0"), std::string::npos) << out();
+}
+
+// usage advice: one row per step, the advice in the language asked for;
+// usage rebuild posts the months. Neither runs the parent's report.
+TEST_F(CliTest, UsageAdviceAndRebuild) {
+  FakeServer server(
+      Routes()
+          .on("GET /api/v1/usage/advice",
+              {200, R"({"items":[{"project_group":"pa","step":"finetune/train","attempts":3,"samples":360,)"
+                    R"("request":{"cpu_milli":8000,"memory_bytes":68719476736,"gpus":0},)"
+                    R"("cpu":{"p95_milli":1200},"memory":{"max_bytes":10200547328},"gpu":null,)"
+                    R"("advice":[{"resource":"cpu","kind":"lower","message":"requests 8 CPUs, uses 1.2 at p95: 2 would do",)"
+                    R"("message_zh":"申请 8 个 CPU，p95 实际使用 1.2 个：2 个即可"}]}]})"})
+          .on("POST /api/v1/usage/rebuild",
+              {200, R"({"from":"2026-11-01T00:00:00.000Z","to":"2027-01-01T00:00:00.000Z","attempts":42,)"
+                    R"("rows_removed":10,"rows_written":12})"})
+          .handler());
+  use_server(server.url());
+  EXPECT_EQ(run({"usage", "advice", "--days", "7", "--project-group", "pa"}), 0) << err();
+  EXPECT_EQ(server.last().query, "days=7&project_group=pa");
+  EXPECT_NE(out().find("finetune/train"), std::string::npos) << out();
+  EXPECT_NE(out().find("9.5 GiB"), std::string::npos) << out();
+  EXPECT_NE(out().find("2 would do"), std::string::npos) << out();
+  EXPECT_EQ(run({"--lang", "zh", "usage", "advice"}), 0) << err();
+  EXPECT_NE(out().find("2 个即可"), std::string::npos) << out();
+
+  EXPECT_EQ(run({"usage", "rebuild", "--from", "2026-11", "--to", "2027-01"}), 0) << err();
+  EXPECT_EQ(server.last().body, R"({"from":"2026-11","to":"2027-01"})");
+  EXPECT_NE(out().find("2026-11 .. 2027-01: 42 attempts"), std::string::npos) << out();
 }
 
 TEST_F(CliTest, UsersAndTokens) {

@@ -42,6 +42,7 @@ class UpTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = make_temp_dir("cp-up");
+    ::setenv("CUBEPLANE_USE_SAMPLE_MS", "200", 1);  // the agents measure use every 200 ms, not 5 s
     platform_ = new Platform(kSource + "/examples/demo-fleet.yaml", dir_);
     ASSERT_TRUE(platform_->start()) << platform_->log();
     token_ = platform_->admin_token();
@@ -95,6 +96,40 @@ TEST_F(UpTest, ExamplePipelinesSucceedAndTheirLogsAreReadable) {
   auto prepare = platform_->cli_json({"tasks", "get", llama[0]}, token_);
   auto train = platform_->cli_json({"tasks", "get", llama[1]}, token_);
   EXPECT_LE(prepare.at("finished_at").as_int64(), train.at("started_at").as_int64());
+}
+
+TEST_F(UpTest, WhatAStepReallyUsesBecomesAdviceAgainstItsRequest) {
+  // The agent samples the step's processes while it spins one core for about 6 s
+  // with 4 CPUs requested; when it ends, `usage advice` says fewer would do.
+  const std::string file = dir_ + "/spin.yaml";
+  write_file(file,
+             "apiVersion: cubeplane/v1\nkind: Pipeline\nmetadata: {name: spin-check, project_group: proj-c}\n"
+             "spec:\n  steps:\n    - name: spin\n      command: [\"/bin/sh\", \"-c\", \"end=$(($(date +%s) + 6)); "
+             "while [ $(date +%s) -lt $end ]; do :; done\"]\n      resources: {cpu: \"4\", memory: 8Gi}\n");
+  auto ids = submit(*platform_, token_, file);
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(eventually([&] { return all_in_state(*platform_, token_, ids, "Succeeded"); }, 90s))
+      << platform_->log();
+  auto advice = platform_->cli_json({"usage", "advice", "--project-group", "proj-c"}, token_);
+  ASSERT_TRUE(advice.is_object()) << platform_->log();
+  const json::object* step = nullptr;
+  for (const auto& s : advice.at("items").as_array()) {
+    if (s.at("step").as_string() == "spin-check/spin") step = &s.as_object();
+  }
+  ASSERT_NE(step, nullptr) << json::serialize(advice);
+  EXPECT_GE(step->at("samples").as_int64(), 12) << json::serialize(*step);
+  EXPECT_GT(step->at("cpu").at("p95_milli").as_int64(), 100) << json::serialize(*step);
+  EXPECT_EQ(step->at("request").at("cpu_milli").as_int64(), 4000);
+  bool lower_cpu = false, lower_memory = false;
+  for (const auto& a : step->at("advice").as_array()) {
+    lower_cpu = lower_cpu || (a.at("resource").as_string() == "cpu" && a.at("kind").as_string() == "lower");
+    lower_memory = lower_memory || (a.at("resource").as_string() == "memory" && a.at("kind").as_string() == "lower");
+  }
+  EXPECT_TRUE(lower_cpu) << json::serialize(*step);
+  EXPECT_TRUE(lower_memory) << json::serialize(*step);  // a shell needs far less than 8 GiB
+  // The attempt shows what it used too.
+  auto task = platform_->cli({"tasks", "get", ids[0]}, token_);
+  EXPECT_NE(task.out.find(" cpu, "), std::string::npos) << task.out;
 }
 
 TEST_F(UpTest, OverQuotaTaskWaitsAndSaysWhy) {

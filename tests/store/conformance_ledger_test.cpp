@@ -165,6 +165,58 @@ TEST_P(StoreTest, UsageOverWholeMonthsAndTheDaysAroundThemSumsAsTheDaysDo) {
   }
 }
 
+TEST_P(StoreTest, DeleteUsageMonthsRemovesWholeMonthsFromBothRollupsAndNothingElse) {
+  constexpr Millis kDay = 86'400'000;
+  const Millis jan = kT0, feb = kT0 + 31 * kDay, mar = feb + 28 * kDay;
+  std::vector<UsageRow> rows;
+  for (int d = -3; d < 62; ++d) rows.push_back(usage_row(jan + d * kDay, "pg-a", "c1", 1000));
+  write([&](Tx& tx) { return tx.add_usage(rows); });
+  std::int64_t removed = 0;
+  write([&](Tx& tx) -> Status {
+    CP_ASSIGN(removed, tx.delete_usage_months(feb, mar));
+    return {};
+  });
+  EXPECT_EQ(removed, 28);
+  // Read over whole months (the monthly rollup) and by day (the daily rows).
+  for (const std::vector<std::string>& by : {std::vector<std::string>{}, std::vector<std::string>{"day"}}) {
+    std::int64_t total = 0;
+    for (const auto& r : read([&](Tx& tx) { return tx.usage_totals({jan - 3 * kDay, mar + 3 * kDay, by}); })) {
+      total += r.gpu_ms;
+    }
+    EXPECT_EQ(total, (3 + 31 + 3) * 1000);
+    std::int64_t february = 0;
+    for (const auto& r : read([&](Tx& tx) { return tx.usage_totals({feb, mar, by}); })) february += r.gpu_ms;
+    EXPECT_EQ(february, 0);
+  }
+  EXPECT_EQ(write_error([&](Tx& tx) { return tx.delete_usage_months(feb + kDay, mar); }).status, 400);
+}
+
+TEST_P(StoreTest, EventsFilterByTypeAndAWalkStartsAtTheFirstEventSinceATime) {
+  write([](Tx& tx) -> Status {
+    for (int i = 0; i < 6; ++i) {
+      CP_TRY(tx.append_event(make_event(i % 2 ? "attempt" : "task", "x", kT0 + i * 1000,
+                                        i % 2 ? "attempt.state" : "task.state")));
+    }
+    return {};
+  });
+  EventQuery q;
+  q.type = "attempt.state";
+  auto odd = read([&](Tx& tx) { return tx.list_events(q); });
+  ASSERT_EQ(odd.size(), 3u);
+  for (const auto& e : odd) EXPECT_EQ(e.type, "attempt.state");
+  std::int64_t first = 0, none = -1;
+  EXPECT_OK(store_->read([&](Tx& tx) -> Status {
+    CP_ASSIGN(first, tx.first_event_since(kT0 + 2500));
+    CP_ASSIGN(none, tx.first_event_since(kT0 + 60'000));
+    return {};
+  }));
+  EXPECT_EQ(none, 0);
+  q.after_id = first - 1;
+  auto since = read([&](Tx& tx) { return tx.list_events(q); });
+  ASSERT_EQ(since.size(), 2u);  // at 3 s and 5 s
+  EXPECT_EQ(since.front().at, kT0 + 3000);
+}
+
 TEST_P(StoreTest, DeleteEventsBeforeRemovesTheOldestInBatches) {
   write([](Tx& tx) -> Status {
     for (int i = 0; i < 10; ++i) CP_TRY(tx.append_event(make_event("task", "t-1", kT0 + i * 1000, "task.state")));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -366,6 +367,7 @@ AttemptReport LocalExecutor::report_of(const AttemptRecord& r) const {
   rep.attempt_id = r.order.attempt_id;
   rep.epoch = r.order.epoch;
   rep.started_at = r.started_at;
+  rep.use = r.use;
   if (r.terminal) {
     rep.state = r.state;
     rep.exit_code = r.exit_code;
@@ -377,8 +379,74 @@ AttemptReport LocalExecutor::report_of(const AttemptRecord& r) const {
   return rep;
 }
 
+// One sample of every running replica: CPU over the time since the last
+// sample (the first sample of a replica only sets its baseline), resident
+// memory now, and on a machine whose GPUs NVML reports (not declared ones)
+// the utilization and memory of the replica's devices. Real time, not the
+// injected clock: the processes' CPU time is real.
+void LocalExecutor::sample_use() {
+  if (config_.use_sample_ms <= 0) return;
+  const std::int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  const std::int64_t dt_ns = now_ns - last_sample_ns_;
+  if (last_sample_ns_ != 0 && dt_ns < config_.use_sample_ms * 1'000'000) return;
+  std::set<int> groups;
+  for (const auto& [id, a] : attempts_) {
+    if (a.rec.terminal) continue;
+    for (const auto& r : a.rec.replicas) {
+      if (r.outcome.empty() && r.pgid > 1) groups.insert(r.pgid);
+    }
+  }
+  const bool first = last_sample_ns_ == 0;
+  last_sample_ns_ = now_ns;
+  if (groups.empty()) return;
+  const auto usage = read_group_usage(groups);
+  std::vector<GpuDevice> gpus;
+  if (config_.nodes.empty() && nvml_ && nvml_->available()) gpus = nvml_->devices();
+  const std::int64_t tps = clock_ticks_per_second();
+  for (auto& [id, a] : attempts_) {
+    if (a.rec.terminal) continue;
+    bool sampled = false;
+    for (const auto& r : a.rec.replicas) {
+      if (!r.outcome.empty() || r.pgid <= 1) continue;
+      auto u = usage.find(r.pgid);
+      if (u == usage.end() || u->second.processes == 0) continue;
+      auto prev = a.cpu_ticks.find(r.pgid);
+      const bool baseline_only = first || prev == a.cpu_ticks.end();
+      const std::int64_t delta = baseline_only ? 0 : std::max<std::int64_t>(0, u->second.cpu_ticks - prev->second);
+      a.cpu_ticks[r.pgid] = u->second.cpu_ticks;
+      if (baseline_only || dt_ns <= 0) continue;
+      UseSample s;
+      // ticks / tps seconds of CPU over dt_ns: in millicores.
+      s.cpu_milli = static_cast<std::int64_t>(static_cast<double>(delta) * 1e12 /
+                                              (static_cast<double>(tps) * static_cast<double>(dt_ns)));
+      s.memory_bytes = u->second.rss_bytes;
+      const auto& placement = r.replica < static_cast<int>(a.rec.order.placements.size())
+                                  ? a.rec.order.placements[static_cast<std::size_t>(r.replica)].gpu_indices
+                                  : std::vector<int>{};
+      std::int64_t util = 0, memory = 0, measured = 0;
+      for (int index : placement) {
+        for (const auto& g : gpus) {
+          if (g.index != index || g.utilization < 0) continue;
+          util += g.utilization;
+          memory += g.memory_used;
+          ++measured;
+        }
+      }
+      if (measured > 0) {
+        s.gpu_util_pct = util / measured;
+        s.gpu_memory_bytes = memory;
+      }
+      a.rec.use.add(s);
+      sampled = true;
+    }
+    if (sampled) (void)save(a);
+  }
+}
+
 std::vector<AttemptReport> LocalExecutor::poll() {
   std::lock_guard lock(mu_);
+  sample_use();
   std::vector<AttemptReport> out;
   for (auto& [id, a] : attempts_) {
     if (a.rec.acked) continue;

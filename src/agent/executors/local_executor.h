@@ -57,6 +57,10 @@ struct LocalExecutorConfig {
   std::vector<DeclaredNode> nodes;                 // empty: this machine as one node, GPUs from NVML
   std::string nvml_library = "libnvidia-ml.so.1";  // "" = do not probe GPUs
   std::size_t log_chunk_bytes = 256 * 1024;        // most bytes of one LogPiece
+  // How often each running replica's use is sampled (CPU and resident memory
+  // of its process group; its GPUs through NVML on a machine that has them);
+  // 0 = never.
+  std::int64_t use_sample_ms = 5000;
 };
 
 class LocalExecutor final : public Executor {
@@ -110,17 +114,20 @@ class LocalExecutor final : public Executor {
     bool acked = false;         // the server stored the terminal report
     bool logs_refused = false;  // the server refuses its logs (stale epoch)
     std::vector<ReplicaRecord> replicas;
+    ResourceUse use;  // sampled while it ran
   };
 
  private:
   struct Live {
     AttemptRecord rec;
     bool adopted = false;  // loaded from a journal, not started by this object
+    std::map<int, std::int64_t> cpu_ticks;  // per replica pgid, at the last sample
   };
 
   void load_journals();
   Status save(const Live& a);
   void refresh(Live& a);  // observe replicas, enforce deadlines, decide the final state
+  void sample_use();      // every use_sample_ms: one sample of each running replica
   void signal_running(Live& a, int sig);
   std::vector<std::string> build_env(const StartOrder& order, const ReplicaPlacement& placement) const;
   void spawn_replicas(Live& a);
@@ -139,12 +146,13 @@ class LocalExecutor final : public Executor {
   bool nvml_probed_ = false;
   HostFacts facts_;
   std::string engine_problem_;  // "" when healthy
+  std::int64_t last_sample_ns_ = 0;  // steady clock; 0 = none yet
 };
 
 BOOST_DESCRIBE_STRUCT(LocalExecutor::ReplicaRecord, (),
                       (replica, node, shim_pid, pgid, shim_start_ticks, outcome, finished_seq, log_shipped))
 BOOST_DESCRIBE_STRUCT(LocalExecutor::AttemptRecord, (),
                       (version, order, started_at, stop_reason, kill_at, killed, gang_stop, terminal, state, exit_code,
-                       message, finished_at, acked, logs_refused, replicas))
+                       message, finished_at, acked, logs_refused, replicas, use))
 
 }  // namespace cp

@@ -251,16 +251,57 @@ std::optional<ProcStat> read_proc_stat(int pid) {
   std::istringstream fields(line.substr(close + 1));
   ProcStat st;
   std::string tok;
-  for (int field = 3; field <= 22 && (fields >> tok); ++field) {
+  bool started = false;
+  for (int field = 3; field <= 24 && (fields >> tok); ++field) {
     if (field == 3) st.state = tok.empty() ? '?' : tok[0];
     if (field == 5) std::from_chars(tok.data(), tok.data() + tok.size(), st.pgrp);
+    if (field >= 14 && field <= 17) {
+      std::int64_t t = 0;
+      std::from_chars(tok.data(), tok.data() + tok.size(), t);
+      st.cpu_ticks += t;
+    }
     if (field == 22) {
       auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), st.start_ticks);
       if (ec != std::errc()) return std::nullopt;
-      return st;
+      started = true;
+    }
+    if (field == 24) std::from_chars(tok.data(), tok.data() + tok.size(), st.rss_pages);
+  }
+  if (!started) return std::nullopt;
+  return st;
+}
+
+std::int64_t clock_ticks_per_second() {
+  static const std::int64_t tps = [] {
+    long v = ::sysconf(_SC_CLK_TCK);
+    return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{100};
+  }();
+  return tps;
+}
+
+std::map<int, GroupUsage> read_group_usage(const std::set<int>& pgids) {
+  std::map<int, GroupUsage> out;
+  if (pgids.empty()) return out;
+  static const std::int64_t page = [] {
+    long v = ::sysconf(_SC_PAGESIZE);
+    return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{4096};
+  }();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    int pid = 0;
+    auto [ptr, perr] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (perr != std::errc() || ptr != name.data() + name.size()) continue;
+    auto st = read_proc_stat(pid);
+    if (!st || !pgids.count(st->pgrp)) continue;
+    auto& g = out[st->pgrp];
+    g.cpu_ticks += st->cpu_ticks;
+    if (st->state != 'Z' && st->state != 'X') {
+      g.rss_bytes += st->rss_pages * page;
+      ++g.processes;
     }
   }
-  return std::nullopt;
+  return out;
 }
 
 bool supervised_alive(int pid, std::int64_t start_ticks) {

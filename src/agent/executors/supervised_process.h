@@ -21,7 +21,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,9 +68,24 @@ int supervised_child(int shim_pid);
 struct ProcStat {
   char state = '?';              // R, S, D, Z, X, ...
   int pgrp = 0;                  // field 5: process group
+  std::int64_t cpu_ticks = 0;    // fields 14-17: utime + stime + cutime + cstime (its reaped children's too)
   std::int64_t start_ticks = 0;  // field 22: start time in clock ticks after boot
+  std::int64_t rss_pages = 0;    // field 24: resident set
 };
 std::optional<ProcStat> read_proc_stat(int pid);
+
+// CPU time and resident memory of the live processes of some process
+// groups, from one walk over /proc. The CPU time of a group only grows
+// while its processes live and are reaped inside it; a member reaped by a
+// parent outside the group takes its time along (a reading may then go
+// down: callers clamp).
+struct GroupUsage {
+  std::int64_t cpu_ticks = 0;
+  std::int64_t rss_bytes = 0;
+  int processes = 0;
+};
+std::map<int, GroupUsage> read_group_usage(const std::set<int>& pgids);
+std::int64_t clock_ticks_per_second();
 
 // Whether the process `pid` that started at `start_ticks` still runs. Reaps
 // it when it is a zombie child of ours.

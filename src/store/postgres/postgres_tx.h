@@ -99,7 +99,6 @@ class PostgresTx final : public SqlTx {
   Result<std::vector<Attempt>> active_attempts(const std::string& cluster_id) override;
 
   Result<std::int64_t> append_event(const Event& e) override;
-  Result<std::vector<Event>> list_events(const EventQuery& q) override;
 
 
   Status delete_task(const std::string& id) override;

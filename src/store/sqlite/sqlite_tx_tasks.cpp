@@ -123,22 +123,6 @@ Result<std::int64_t> SqliteTx::append_event(const Event& e) {
   return id;
 }
 
-Result<std::vector<Event>> SqliteTx::list_events(const EventQuery& q) {
-  std::string sql = "SELECT doc FROM events WHERE id > ?";
-  Args args{q.after_id};
-  if (!q.object_kind.empty()) {
-    sql += " AND object_kind = ?";
-    args.emplace_back(q.object_kind);
-  }
-  if (!q.object_id.empty()) {
-    sql += " AND object_id = ?";
-    args.emplace_back(q.object_id);
-  }
-  sql += " ORDER BY id LIMIT ?";
-  args.emplace_back(std::int64_t{std::clamp(q.limit, 1, static_cast<int>(sql::kMaxPageSize))});
-  return query_docs<Event>(sql, args, "events");
-}
-
 // ------------------------------------------------- shared SQL (SqlTx)
 
 namespace {
