@@ -106,14 +106,7 @@ Result<json::array> ControlPlane::usage_advice(const Principal& p, int days, con
   for (auto& r : rows) {
     if (!p.can_read_project(r.project_group)) continue;
     auto [it, fresh] = steps.try_emplace({r.project_group, r.step}, r);
-    if (fresh) continue;
-    auto& m = it->second;
-    m.attempts += r.attempts;
-    m.use.merge(r.use);
-    if (r.request_at >= m.request_at) {
-      m.request = r.request;
-      m.request_at = r.request_at;
-    }
+    if (!fresh) merge_use_row(it->second, r);
   }
   json::array out;
   for (const auto& [key, r] : steps) {

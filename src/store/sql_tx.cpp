@@ -57,22 +57,13 @@ Status SqlTx::add_resource_use(const ResourceUseRow& row) {
                            "实测用量行需要项目组和步骤");
   }
   ResourceUseRow merged = row;
-  bool found = false;
   CP_TRY(run_query({"SELECT doc FROM resource_use WHERE day = ? AND project_group = ? AND step = ?",
                     {row.day, row.project_group, row.step}},
                    [&](const Row& r) -> Status {
                      CP_ASSIGN(merged, decode_row<ResourceUseRow>(r.text(0), "resource_use"));
-                     found = true;
+                     merge_use_row(merged, row);
                      return {};
                    }));
-  if (found) {
-    merged.attempts += row.attempts;
-    merged.use.merge(row.use);
-    if (row.request_at >= merged.request_at) {
-      merged.request = row.request;
-      merged.request_at = row.request_at;
-    }
-  }
   CP_TRY(run_modify({"INSERT INTO resource_use (day, project_group, step, doc) VALUES (?, ?, ?, ?) ON CONFLICT "
                      "(day, project_group, step) DO UPDATE SET doc = excluded.doc",
                      {row.day, row.project_group, row.step, encode_row(merged)}}));

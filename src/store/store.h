@@ -78,6 +78,15 @@ struct ResourceUseRow {
   ResourceUse use;
 };
 BOOST_DESCRIBE_STRUCT(ResourceUseRow, (), (day, project_group, step, attempts, request, request_at, use))
+// Adds `row`'s attempts and use to `into`; the later request wins.
+inline void merge_use_row(ResourceUseRow& into, const ResourceUseRow& row) {
+  into.attempts += row.attempts;
+  into.use.merge(row.use);
+  if (row.request_at >= into.request_at) {
+    into.request = row.request;
+    into.request_at = row.request_at;
+  }
+}
 
 // Sums of the ledger over [from_day, to_day), grouped by the named columns
 // (any of day, project_group, resource_group, cluster, user, gpu_type,

@@ -11,6 +11,7 @@
 #include "objstore/object_store.h"
 #include "server/control_plane.h"
 #include "store/store.h"
+#include "server/offline_alert_fixture.h"
 #include "test_util.h"
 
 namespace cp::http {
@@ -18,9 +19,10 @@ namespace {
 
 using testing::TestServer;
 
-class AlertDeliveryTest : public ::testing::Test {
+class AlertDeliveryTest : public cp::testing::OfflineAlertFixture {
  protected:
   void SetUp() override {
+    OfflineAlertFixture::SetUp();
     receiver_router_.add("POST", "/hook", {.summary = "test receiver", .auth = AuthKind::none},
                          [this](Request& req) {
                            std::lock_guard lock(mu_);
@@ -31,37 +33,18 @@ class AlertDeliveryTest : public ::testing::Test {
                            return json_response(200, json::object{});
                          });
     receiver_ = std::make_unique<TestServer>(receiver_router_);
-    dir_ = std::filesystem::temp_directory_path() / ("cp-alerts-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    store_ = std::move(open_store("sqlite::memory:")).value();
-    ASSERT_TRUE(store_->migrate().ok());
-    objects_ = std::move(open_object_store("file://" + dir_.string())).value();
   }
   void TearDown() override {
-    cp_.reset();
+    OfflineAlertFixture::TearDown();
     receiver_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   void start(const std::vector<std::string>& webhooks) {
     ServerConfig cfg;
     cfg.alert_webhooks = webhooks;
-    cfg.cluster_offline_for_s = 0;
-    cp_ = std::make_unique<ControlPlane>(*store_, *objects_, clock_, cfg);
-    auto token = cp_->ensure_admin_token();
-    ASSERT_TRUE(token.ok() && token->has_value());
-    admin_ = cp_->authenticate(**token).value();
-    // A cluster no agent ever joined: offline, so cluster_offline fires at once.
-    ASSERT_TRUE(cp_->create_cluster(admin_, json::object{{"id", "c1"}, {"executor", "local"}}).ok());
-    ASSERT_TRUE(cp_->evaluate_alerts().ok());
+    start_with(cfg);
   }
 
-  Alert the_alert() {
-    auto page = cp_->list_alerts(admin_, AlertQuery{});
-    EXPECT_TRUE(page.ok());
-    EXPECT_EQ(page->items.size(), 1u);
-    return page->items.empty() ? Alert{} : page->items[0];
-  }
   std::size_t received() {
     std::lock_guard lock(mu_);
     return bodies_.size();
@@ -72,13 +55,6 @@ class AlertDeliveryTest : public ::testing::Test {
   std::mutex mu_;
   std::vector<std::string> bodies_;
   int fail_first_ = 2;
-
-  std::filesystem::path dir_;
-  SimulatedClock clock_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<ObjectStore> objects_;
-  std::unique_ptr<ControlPlane> cp_;
-  Principal admin_;
 };
 
 TEST_F(AlertDeliveryTest, AReceiverThatFailsFirstGetsTheAlertOnceItRecovers) {

@@ -11,6 +11,7 @@
 #include "server/control_plane.h"
 #include "server/fleet_config.h"
 #include "store/store.h"
+#include "server/offline_alert_fixture.h"
 #include "support/smtp_sink.h"
 
 namespace cp {
@@ -19,20 +20,8 @@ namespace {
 using testing_smtp::SmtpSink;
 using testing_smtp::SmtpSinkOptions;
 
-class AlertEmailTest : public ::testing::Test {
+class AlertEmailTest : public testing::OfflineAlertFixture {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("cp-alert-email-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    store_ = std::move(open_store("sqlite::memory:")).value();
-    ASSERT_TRUE(store_->migrate().ok());
-    objects_ = std::move(open_object_store("file://" + dir_.string())).value();
-  }
-  void TearDown() override {
-    cp_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-
   // A sink that must start: python3 with aiosmtpd missing fails the test (CI installs it).
   void start_sink(const SmtpSinkOptions& opts = {}) {
     auto s = SmtpSink::start(opts);
@@ -40,37 +29,17 @@ class AlertEmailTest : public ::testing::Test {
     sink_ = std::move(s).value();
   }
 
-  // The control plane mailing `emails` through `smtp_url`, with one firing
-  // alert: a cluster no agent ever joined is offline, and fires at once.
+  // The control plane mailing `emails` through `smtp_url`, with one firing alert.
   void start(const std::vector<std::string>& emails, const std::string& smtp_url) {
     ServerConfig cfg;
     cfg.alert_emails = emails;
     cfg.smtp_url = smtp_url;
     cfg.smtp_from = "cubeplane@cp.example";
     cfg.external_url = "https://cp.example";
-    cfg.cluster_offline_for_s = 0;
-    cp_ = std::make_unique<ControlPlane>(*store_, *objects_, clock_, cfg);
-    auto token = cp_->ensure_admin_token();
-    ASSERT_TRUE(token.ok() && token->has_value());
-    admin_ = cp_->authenticate(**token).value();
-    ASSERT_TRUE(cp_->create_cluster(admin_, json::object{{"id", "c1"}, {"executor", "local"}}).ok());
-    ASSERT_TRUE(cp_->evaluate_alerts().ok());
+    start_with(cfg);
   }
 
-  Alert the_alert() {
-    auto page = cp_->list_alerts(admin_, AlertQuery{});
-    EXPECT_TRUE(page.ok());
-    EXPECT_EQ(page->items.size(), 1u);
-    return page->items.empty() ? Alert{} : page->items[0];
-  }
-
-  std::filesystem::path dir_;
-  SimulatedClock clock_;
-  std::unique_ptr<Store> store_;
-  std::unique_ptr<ObjectStore> objects_;
-  std::unique_ptr<ControlPlane> cp_;
   std::unique_ptr<SmtpSink> sink_;
-  Principal admin_;
 };
 
 bool contains(const std::string& haystack, const std::string& needle) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 namespace cp {
@@ -279,13 +280,10 @@ std::int64_t clock_ticks_per_second() {
   return tps;
 }
 
-std::map<int, GroupUsage> read_group_usage(const std::set<int>& pgids) {
-  std::map<int, GroupUsage> out;
-  if (pgids.empty()) return out;
-  static const std::int64_t page = [] {
-    long v = ::sysconf(_SC_PAGESIZE);
-    return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{4096};
-  }();
+namespace {
+// Calls `visit` with every process's /proc directory and stat until it
+// returns true; whether one did.
+bool for_each_process(const std::function<bool(const std::filesystem::path&, const ProcStat&)>& visit) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
@@ -293,14 +291,29 @@ std::map<int, GroupUsage> read_group_usage(const std::set<int>& pgids) {
     auto [ptr, perr] = std::from_chars(name.data(), name.data() + name.size(), pid);
     if (perr != std::errc() || ptr != name.data() + name.size()) continue;
     auto st = read_proc_stat(pid);
-    if (!st || !pgids.count(st->pgrp)) continue;
-    auto& g = out[st->pgrp];
-    g.cpu_ticks += st->cpu_ticks;
-    if (st->state != 'Z' && st->state != 'X') {
-      g.rss_bytes += st->rss_pages * page;
+    if (st && visit(entry.path(), *st)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::map<int, GroupUsage> read_group_usage(const std::set<int>& pgids) {
+  std::map<int, GroupUsage> out;
+  if (pgids.empty()) return out;
+  static const std::int64_t page = [] {
+    long v = ::sysconf(_SC_PAGESIZE);
+    return v > 0 ? static_cast<std::int64_t>(v) : std::int64_t{4096};
+  }();
+  for_each_process([&](const std::filesystem::path&, const ProcStat& st) {
+    if (!pgids.count(st.pgrp)) return false;
+    auto& g = out[st.pgrp];
+    g.cpu_ticks += st.cpu_ticks;
+    if (st.state != 'Z' && st.state != 'X') {
+      g.rss_bytes += st.rss_pages * page;
       ++g.processes;
     }
-  }
+    return false;
+  });
   return out;
 }
 
@@ -322,21 +335,15 @@ bool signal_group(int pgid, int sig) {
 
 bool group_has_marker(int pgid, std::string_view marker) {
   if (pgid <= 1) return false;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    const std::string name = entry.path().filename().string();
-    int pid = 0;
-    auto [ptr, perr] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (perr != std::errc() || ptr != name.data() + name.size()) continue;
-    auto st = read_proc_stat(pid);
-    if (!st || st->pgrp != pgid || st->state == 'Z' || st->state == 'X') continue;
-    std::ifstream in(entry.path() / "environ", std::ios::binary);
+  return for_each_process([&](const std::filesystem::path& dir, const ProcStat& st) {
+    if (st.pgrp != pgid || st.state == 'Z' || st.state == 'X') return false;
+    std::ifstream in(dir / "environ", std::ios::binary);
     std::string var;
     while (std::getline(in, var, '\0')) {
       if (var == marker) return true;
     }
-  }
-  return false;
+    return false;
+  });
 }
 
 Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
