@@ -77,16 +77,22 @@ void add_cluster_routes(Router& router, ControlPlane& cp) {
              }));
 
   router.add("GET", "/api/v1/nodes",
-             {.summary = "List nodes (labels, GPUs, Ready, maintenance)",
+             {.summary = "List nodes (labels, GPUs, Ready, maintenance), by cluster and name, a page at a time",
               .tag = "clusters",
-              .response = "list of Node, each with effective_labels",
-              .query = {{.name = "cluster", .description = "only this cluster's nodes"}}},
+              .response = "list of Node, each with effective_labels; next_cursor while more follow",
+              .query = {{.name = "cluster", .description = "only this cluster's nodes"},
+                        {.name = "limit", .description = "1..1000 (default 100)", .type = "integer"},
+                        {.name = "cursor", .description = "next_cursor of the previous page"}}},
              user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
-               CP_ASSIGN(auto nodes, cp.list_nodes(p, req.query_param("cluster")));
+               NodeQuery q;
+               q.cluster_id = req.query_param("cluster");
+               CP_ASSIGN(q.limit, limit_param(req));
+               q.cursor = req.query_param("cursor");
+               CP_ASSIGN(auto page, cp.list_nodes_page(p, q));
                json::array items;
-               items.reserve(nodes.size());
-               for (const auto& n : nodes) items.push_back(node_json(n));
-               return list_response(std::move(items));
+               items.reserve(page.items.size());
+               for (const auto& n : page.items) items.push_back(node_json(n));
+               return list_response(std::move(items), page.next_cursor);
              }));
 
   // Also what the audit log shows as `before` of a PATCH of the node: the
@@ -96,11 +102,8 @@ void add_cluster_routes(Router& router, ControlPlane& cp) {
               .tag = "clusters",
               .response = "Node, with effective_labels"},
              user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
-               CP_ASSIGN(auto nodes, cp.list_nodes(p, req.param("id")));
-               for (const auto& n : nodes) {
-                 if (n.name == req.param("name")) return ok_json(node_json(n));
-               }
-               return errors::not_found("node", req.param("id") + "/" + req.param("name"));
+               CP_ASSIGN(auto node, cp.get_node(p, req.param("id"), req.param("name")));
+               return ok_json(node_json(node));
              }));
 
   router.add("PATCH", "/api/v1/clusters/{id}/nodes/{name}",

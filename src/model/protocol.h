@@ -55,7 +55,7 @@ struct AttemptReport {
   Millis started_at = 0;
   Millis finished_at = 0;
   std::string message;  // e.g. "killed by signal 9", "preempted: grace expired"
-  ResourceUse use;      // measured so far, per replica (model/resource_use.h); empty when not measured
+  ResourceUse use;      // terminal reports: what it used, per replica (model/resource_use.h); empty when not measured
 };
 BOOST_DESCRIBE_STRUCT(AttemptReport, (), (attempt_id, epoch, state, exit_code, started_at, finished_at, message, use))
 

@@ -342,7 +342,7 @@ struct Attempt {
   Millis started_at = 0;
   Millis finished_at = 0;
   Millis lease_renewed_at = 0;
-  ResourceUse use;  // what its replicas used, as its agent measured (empty when not measured)
+  ResourceUse use;  // once ended: what its replicas used, as its agent measured (empty when not measured)
 };
 BOOST_DESCRIBE_STRUCT(Attempt, (),
                       (id, task_id, number, epoch, cluster_id, placements, resources, state, exit_code, stop_reason,

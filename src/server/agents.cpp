@@ -388,9 +388,6 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
                                       "attempt " + std::to_string(a->number) + " started"));
         }
       }
-      // What it used so far: shown with the task, and what counts if the
-      // attempt is lost before it ends.
-      if (r.use.samples() > 0) a->use = r.use;
       CP_TRY(tx.update_attempt(*a));
     }
     CP_ASSIGN(bool ended, end_unstarted_stops(tx, cid, reported, now, actor));

@@ -195,18 +195,29 @@ Result<json::object> ControlPlane::create_bootstrap_token(const Principal& p, co
   return out;
 }
 
-Result<std::vector<Node>> ControlPlane::list_nodes(const Principal& p, const std::string& cluster_id) {
+Result<NodePage> ControlPlane::list_nodes_page(const Principal& p, const NodeQuery& q) {
   (void)p;
-  std::vector<Node> out;
+  NodePage out;
   CP_TRY(store_.read([&](Tx& tx) -> Status {
-    if (!cluster_id.empty()) {
-      CP_ASSIGN(auto c, tx.get_cluster(cluster_id));
-      if (!c) return errors::not_found("cluster", cluster_id);
+    if (!q.cluster_id.empty()) {
+      CP_ASSIGN(auto c, tx.get_cluster(q.cluster_id));
+      if (!c) return errors::not_found("cluster", q.cluster_id);
     }
-    CP_ASSIGN(out, tx.list_nodes(cluster_id));
+    CP_ASSIGN(out, tx.list_nodes_page(q));
     return {};
   }));
   return out;
+}
+
+Result<Node> ControlPlane::get_node(const Principal& p, const std::string& cluster_id, const std::string& name) {
+  (void)p;
+  std::optional<Node> node;
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_ASSIGN(node, tx.get_node(cluster_id, name));
+    return {};
+  }));
+  if (!node) return errors::not_found("node", cluster_id + "/" + name);
+  return *node;
 }
 
 Result<Node> ControlPlane::patch_node(const Principal& p, const std::string& cluster_id, const std::string& name,

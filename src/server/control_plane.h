@@ -158,7 +158,9 @@ class ControlPlane {
   Status delete_cluster(const Principal& p, const std::string& id);
   Result<json::object> create_bootstrap_token(const Principal& p, const std::string& cluster_id,
                                               const json::value& body);
-  Result<std::vector<Node>> list_nodes(const Principal& p, const std::string& cluster_id);
+  // A page of nodes (404 for an unknown cluster), and one node.
+  Result<NodePage> list_nodes_page(const Principal& p, const NodeQuery& q);
+  Result<Node> get_node(const Principal& p, const std::string& cluster_id, const std::string& name);
   Result<Node> patch_node(const Principal& p, const std::string& cluster_id, const std::string& name,
                           const json::value& body);
 

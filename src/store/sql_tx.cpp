@@ -95,6 +95,42 @@ Result<std::int64_t> SqlTx::delete_resource_use_before(Millis day, int limit) {
                      {day, std::int64_t{std::max(1, limit)}}});
 }
 
+// -------------------------------------------------------------------- nodes
+
+Result<NodePage> SqlTx::list_nodes_page(const NodeQuery& q) {
+  const std::string by(dialect().bytewise);
+  sql::Statement s{"SELECT doc, label_overrides, maintenance FROM nodes WHERE 1 = 1", {}};
+  if (!q.cluster_id.empty()) {
+    s.text += " AND cluster_id = ?";
+    s.args.emplace_back(q.cluster_id);
+  }
+  if (!q.cursor.empty()) {
+    const auto slash = q.cursor.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == q.cursor.size()) {
+      return errors::invalid("cursor", "malformed cursor", "游标格式错误");
+    }
+    const std::string cluster = q.cursor.substr(0, slash), name = q.cursor.substr(slash + 1);
+    s.text += " AND (cluster_id" + by + " > ? OR (cluster_id = ? AND name" + by + " > ?))";
+    s.args.insert(s.args.end(), {cluster, cluster, name});
+  }
+  const int page = std::clamp(q.limit, 1, static_cast<int>(sql::kMaxPageSize));
+  s.text += " ORDER BY cluster_id" + by + ", name" + by + " LIMIT ?";
+  s.args.emplace_back(std::int64_t{page + 1});
+  NodePage out;
+  CP_TRY(run_query(s, [&](const Row& row) -> Status {
+    CP_ASSIGN(Node node, decode_row<Node>(row.text(0), "nodes"));
+    CP_ASSIGN(node.label_overrides, decode_row<Labels>(row.text(1), "nodes"));
+    node.maintenance = row.int64(2) != 0;
+    out.items.push_back(std::move(node));
+    return {};
+  }));
+  if (static_cast<int>(out.items.size()) > page) {
+    out.items.resize(static_cast<std::size_t>(page));
+    out.next_cursor = out.items.back().cluster_id + "/" + out.items.back().name;
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------- events
 
 Result<std::vector<Event>> SqlTx::list_events(const EventQuery& q) {

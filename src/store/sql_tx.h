@@ -28,6 +28,9 @@ class SqlTx : public Tx {
   Result<std::vector<UsageRow>> usage_totals(const UsageQuery& q) override;
   Result<std::int64_t> delete_usage_months(Millis from_month, Millis to_month) override;
 
+  // Nodes.
+  Result<NodePage> list_nodes_page(const NodeQuery& q) override;
+
   // Events.
   Result<std::vector<Event>> list_events(const EventQuery& q) override;
   Result<std::int64_t> first_event_since(Millis at) override;

@@ -138,6 +138,18 @@ struct ApprovalPage {
   std::string next_cursor;
 };
 
+// Nodes a page at a time, by (cluster, name) in bytes order.
+struct NodeQuery {
+  std::string cluster_id;  // "" = every cluster
+  int limit = 100;         // 1..1000
+  std::string cursor;      // "<cluster>/<name>" of the last node of the previous page
+};
+
+struct NodePage {
+  std::vector<Node> items;
+  std::string next_cursor;  // "" on the last page
+};
+
 struct EventQuery {
   std::string object_kind;  // "" = any
   std::string object_id;    // "" = any
@@ -186,6 +198,7 @@ class Tx {
                                 bool maintenance) = 0;
   virtual Result<std::optional<Node>> get_node(const std::string& cluster_id, const std::string& name) = 0;
   virtual Result<std::vector<Node>> list_nodes(const std::string& cluster_id /* "" = all */) = 0;
+  virtual Result<NodePage> list_nodes_page(const NodeQuery& q) = 0;
   virtual Status delete_node(const std::string& cluster_id, const std::string& name) = 0;
 
   // Resource groups, project groups, priority classes: upsert by name.

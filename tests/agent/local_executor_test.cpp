@@ -124,15 +124,17 @@ TEST_F(LocalExecutorTest, UseOfEachReplicaIsSampledFromItsProcessGroup) {
                                  sh("x=$(head -c 67108864 /dev/zero | tr '\\0' a); "
                                     "while [ ! -e stop ]; do :; done")))
                   .ok());
-  std::optional<AttemptReport> live;
+  ResourceUse live;
   ASSERT_TRUE(wait_until([&] {
-    live = report(ex, "t-use.1");
-    return live && live->use.memory_mib.max >= 64 && live->use.samples() >= 8;
-  })) << "samples: " << (live ? live->use.samples() : -1);
+    auto rep = report(ex, "t-use.1");  // polls, which samples
+    EXPECT_TRUE(rep && rep->use.samples() == 0) << "only the end carries the figures";
+    live = ex.use_so_far("t-use.1");
+    return live.memory_mib.max >= 64 && live.samples() >= 8;
+  })) << "samples: " << live.samples();
   touch(work("t-use.1") + "/stop");
   auto r = wait_terminal(ex, "t-use.1");
   EXPECT_EQ(r.state, AttemptState::Succeeded);
-  EXPECT_GE(r.use.samples(), live->use.samples());
+  EXPECT_GE(r.use.samples(), live.samples());
   EXPECT_GE(r.use.memory_mib.max, 64);
   EXPECT_LT(r.use.memory_mib.max, 512);
   // One spinning shell: about a core, if the machine lets it run; never two.

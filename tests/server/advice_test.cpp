@@ -100,17 +100,17 @@ TEST_F(ControlPlaneTest, MeasuredUseOfAStepAcrossAttemptsBecomesAdvice) {
     auto start = sync(agent, {}).start;
     ASSERT_EQ(start.size(), 1u);
     AttemptReport r{start[0].attempt_id, start[0].epoch, AttemptState::Running, std::nullopt, clock_.now_ms(), 0, ""};
-    r.use = steady(1100 + 100 * day, (9 + day) * kGiB / 2, 60);
     sync(agent, {r});
-    // Shown with the task while it runs.
-    auto t = cp_->get_task(alice_, ids[0]);
-    ASSERT_TRUE(t.ok());
-    EXPECT_EQ(t->at("attempts").as_array().at(0).at("use").at("cpu_milli").at("samples").as_int64(), 60);
     clock_.advance_ms(kHour);
     r.state = AttemptState::Succeeded;
     r.exit_code = 0;
     r.finished_at = clock_.now_ms();
+    r.use = steady(1100 + 100 * day, (9 + day) * kGiB / 2, 60);
     sync(agent, {r});
+    // Shown with the task's attempt.
+    auto t = cp_->get_task(alice_, ids[0]);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->at("attempts").as_array().at(0).at("use").at("cpu_milli").at("samples").as_int64(), 60);
     clock_.advance_ms(kDay);
   }
   auto advice = cp_->usage_advice(alice_, 14, "");

@@ -417,13 +417,14 @@ TEST_F(ControlPlaneTest, PreflightDriftIsStoredOnTheNodeAndEachChangeIsOneEvent)
     return e.ok() ? e->size() : 0u;
   };
   ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
-  auto nodes = cp_->list_nodes(admin_, "c1");
-  ASSERT_TRUE(nodes.ok());
-  ASSERT_EQ(nodes->size(), 3u);
-  EXPECT_TRUE(nodes->at(0).drift.empty());
-  ASSERT_EQ(nodes->at(2).drift.size(), 2u);
-  EXPECT_EQ(nodes->at(2).drift[0].kind, "kernel");
-  EXPECT_EQ(nodes->at(2).drift[1].kind, "gpus");
+  auto page = cp_->list_nodes_page(admin_, NodeQuery{"c1"});
+  ASSERT_TRUE(page.ok());
+  const auto& nodes = page->items;
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_TRUE(nodes.at(0).drift.empty());
+  ASSERT_EQ(nodes.at(2).drift.size(), 2u);
+  EXPECT_EQ(nodes.at(2).drift[0].kind, "kernel");
+  EXPECT_EQ(nodes.at(2).drift[1].kind, "gpus");
   EXPECT_EQ(drift_events(), 1u);
   // The same report again: nothing new to say.
   req.seq = 2;
@@ -434,7 +435,7 @@ TEST_F(ControlPlaneTest, PreflightDriftIsStoredOnTheNodeAndEachChangeIsOneEvent)
   req.nodes[2] = gpu_node("n3", 8);
   req.nodes[2].facts.kernel = "Linux 6.1";
   ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
-  EXPECT_TRUE(cp_->list_nodes(admin_, "c1")->at(2).drift.empty());
+  EXPECT_TRUE(cp_->get_node(admin_, "c1", "n3")->drift.empty());
   EXPECT_EQ(drift_events(), 2u);
 }
 

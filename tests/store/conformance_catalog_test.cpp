@@ -293,6 +293,45 @@ TEST_P(StoreTest, NodesListPerClusterOrAllAndDelete) {
   EXPECT_EQ(write_error([](Tx& tx) { return tx.delete_node("c-east", "a"); }).code, "not_found");
 }
 
+// Pages walk (cluster, name) in bytes order across clusters, the admin
+// fields come along, and the cursor of the last page is "".
+TEST_P(StoreTest, NodesPageByClusterAndNameWithACursor) {
+  write([](Tx& tx) -> Status {
+    for (const char* c : {"c-b", "c-a", "c-B"}) {
+      CP_TRY(tx.insert_cluster(make_cluster(c)));
+      for (const char* n : {"n-2", "n-1", "N-3"}) CP_TRY(tx.upsert_node(make_node(c, n)));
+    }
+    return tx.set_node_admin("c-a", "n-1", {{"zone", "z1"}}, true);
+  });
+  std::vector<std::string> seen;
+  NodeQuery q;
+  q.limit = 4;
+  for (int pages = 0; pages < 10; ++pages) {
+    auto page = read([&](Tx& tx) { return tx.list_nodes_page(q); });
+    for (const auto& n : page.items) {
+      seen.push_back(n.cluster_id + "/" + n.name);
+      if (n.cluster_id == "c-a" && n.name == "n-1") {
+        EXPECT_TRUE(n.maintenance);
+      }
+    }
+    if (page.next_cursor.empty()) break;
+    q.cursor = page.next_cursor;
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"c-B/N-3", "c-B/n-1", "c-B/n-2", "c-a/N-3", "c-a/n-1", "c-a/n-2",
+                                            "c-b/N-3", "c-b/n-1", "c-b/n-2"}));
+  NodeQuery one{"c-a", 2, ""};
+  auto first = read([&](Tx& tx) { return tx.list_nodes_page(one); });
+  ASSERT_EQ(first.items.size(), 2u);
+  EXPECT_EQ(first.next_cursor, "c-a/n-1");
+  one.cursor = first.next_cursor;
+  auto last = read([&](Tx& tx) { return tx.list_nodes_page(one); });
+  ASSERT_EQ(last.items.size(), 1u);
+  EXPECT_EQ(last.items[0].name, "n-2");
+  EXPECT_EQ(last.next_cursor, "");
+  one.cursor = "no-slash";
+  EXPECT_EQ(read_error([&](Tx& tx) { return tx.list_nodes_page(one); }).status, 400);
+}
+
 // ---------------------------------------- groups and priority classes
 
 TEST_P(StoreTest, ResourceGroupsUpsertRoundTripListAndDelete) {

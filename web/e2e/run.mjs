@@ -46,7 +46,12 @@ async function until(what, fn, timeoutMs = 20000, everyMs = 100) {
 function startServer() {
   return new Promise((resolveStart, reject) => {
     server = spawn(bin, ['up', '--config', join(repo, 'examples/demo-fleet.yaml'), '--data-dir', dataDir,
-      '--listen', '127.0.0.1:0'], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+      '--listen', '127.0.0.1:0'], {
+      cwd: repo, stdio: ['ignore', 'pipe', 'pipe'],
+      // The agents measure what work uses every 200 ms (5 s by default), so
+      // that the example steps, a second or two long, have figures.
+      env: { ...process.env, CUBEPLANE_USE_SAMPLE_MS: '200' },
+    });
     let out = '';
     const onData = (b) => {
       out += b.toString();
@@ -452,6 +457,13 @@ async function main() {
     await download.saveAs(path);
     const csv = readFileSync(path, 'utf8');
     if (!csv.startsWith('month,project_group')) throw new Error(`csv: ${csv.slice(0, 80)}`);
+    // Request against use: hello's train step, measured by its agent, once it has ended.
+    await until('hello-cpu/train in the request-vs-use table', async () => {
+      if (await page.$('[data-testid="advice-hello-cpu/train"]')) return true;
+      await page.reload();
+      await page.waitForSelector('[data-testid=usage-advice] table, [data-testid=usage-advice] .empty', { timeout: 5000 });
+      return false;
+    }, 30000, 1000);
     await shot(page, '11-usage');
   });
 

@@ -69,6 +69,18 @@ export interface ProjectGroupDoc {
     resource_groups: { name: string; approval?: string }[];
     monthly_budget?: { gpu_hours?: number };
   };
+  /** With a monthly budget: this month's burn-down, computed by the server. */
+  status?: { budget?: { month: string; gpu_hours?: BudgetMeasure; cost?: BudgetMeasure & { currency: string } } };
+}
+
+export interface BudgetMeasure {
+  used: number;
+  budget: number;
+  percent: number;
+  /** The month's end at the pace so far. */
+  projected: number;
+  runs_out_at?: string;
+  exhausted?: boolean;
 }
 
 export interface Attempt {
@@ -184,6 +196,19 @@ export type UsageRow = Record<string, string | number> & {
   cost?: number;
   currency?: string;
 };
+
+/** GET /api/v1/usage/advice: a step's request against what it really used. */
+export interface StepAdvice {
+  project_group: string;
+  step: string;
+  attempts: number;
+  samples: number;
+  request: { cpu_milli: number; memory_bytes: number; gpus: number; gpu_type: string };
+  cpu: { p50_milli: number; p95_milli: number; max_milli: number };
+  memory: { p95_bytes: number; max_bytes: number };
+  gpu: { utilization_p50: number; utilization_p95: number; memory_max_bytes: number } | null;
+  advice: { resource: string; kind: string; suggest?: number; message: string; message_zh: string }[];
+}
 
 export interface PriceEntry { resource: string; per_hour: string; from: string }
 export interface PriceTable {

@@ -367,8 +367,11 @@ AttemptReport LocalExecutor::report_of(const AttemptRecord& r) const {
   rep.attempt_id = r.order.attempt_id;
   rep.epoch = r.order.epoch;
   rep.started_at = r.started_at;
-  rep.use = r.use;
   if (r.terminal) {
+    // What it used goes with the end only: histograms on every sync of
+    // every running attempt would be most of the agent's traffic, and of
+    // what the scheduler reads back with the live attempts.
+    rep.use = r.use;
     rep.state = r.state;
     rep.exit_code = r.exit_code;
     rep.finished_at = r.finished_at;
@@ -538,6 +541,12 @@ void LocalExecutor::logs_refused(const std::string& attempt_id) {
   it->second.rec.logs_refused = true;
   (void)save(it->second);
   maybe_remove(attempt_id);
+}
+
+ResourceUse LocalExecutor::use_so_far(const std::string& attempt_id) {
+  std::lock_guard lock(mu_);
+  auto it = attempts_.find(attempt_id);
+  return it == attempts_.end() ? ResourceUse{} : it->second.rec.use;
 }
 
 std::vector<int> LocalExecutor::process_groups(const std::string& attempt_id) {

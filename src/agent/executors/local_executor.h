@@ -86,6 +86,8 @@ class LocalExecutor final : public Executor {
   std::string attempt_dir(const std::string& attempt_id) const;
   // The command's process group of each replica (0 once unknown).
   std::vector<int> process_groups(const std::string& attempt_id);
+  // What the attempt has used so far (reports carry it once it ended).
+  ResourceUse use_so_far(const std::string& attempt_id);
 
   // One replica of an attempt as the journal keeps it.
   struct ReplicaRecord {

@@ -62,8 +62,11 @@ function gpuText(n: Node): string {
 function NodeTable({ cluster }: { cluster: string }) {
   const { t, lang } = useI18n();
   const { isAdmin } = useSession();
-  const l = useLoad((api, s) => api.get<{ items: Node[] }>(`/api/v1/nodes?cluster=${encodeURIComponent(cluster)}`, s),
-    [cluster], 15000);
+  // A page of nodes, grown on request up to the API's largest page: no
+  // request returns every node of a 10,000-node cluster.
+  const [limit, setLimit] = useState(100);
+  const l = useLoad((api, s) => api.get<{ items: Node[]; next_cursor?: string }>(
+    `/api/v1/nodes?cluster=${encodeURIComponent(cluster)}&limit=${limit}`, s), [cluster, limit], 15000);
   const { api } = useSession();
   const [busy, setBusy] = useState('');
   const [error, setError] = useState<ApiError>();
@@ -117,6 +120,14 @@ function NodeTable({ cluster }: { cluster: string }) {
             ))}
           </tbody>
         </table>
+        {d.next_cursor && (
+          <p className="small muted" data-testid={`nodes-more-${cluster}`}>
+            {t('nodes.showing', { n: d.items.length })}{' '}
+            {limit < 1000
+              ? <button className="small-btn" onClick={() => setLimit(Math.min(1000, limit + 100))}>{t('nodes.showMore')}</button>
+              : t('nodes.useCli')}
+          </p>
+        )}
       </>
     )}</Show>
   );

@@ -30,8 +30,9 @@ export function ProjectGroups() {
       <Show l={l}>{(d) => d.groups.length === 0 ? <Empty>{t('pg.empty')}</Empty> : (
         <div className="stack">
           {d.groups.map((g) => {
-            const budget = g.spec.monthly_budget?.gpu_hours ?? 0;
-            const used = d.gpuHours[g.metadata.name] ?? 0;
+            const burn = g.status?.budget?.gpu_hours;
+            const budget = burn?.budget ?? g.spec.monthly_budget?.gpu_hours ?? 0;
+            const used = burn?.used ?? d.gpuHours[g.metadata.name] ?? 0;
             const pct = budget > 0 ? (used / budget) * 100 : 0;
             return (
               <div className="card" key={g.metadata.name} data-testid={`pg-${g.metadata.name}`}>
@@ -63,6 +64,13 @@ export function ProjectGroups() {
                         <div className="qbar-track"><div className={`qbar-fill level-${pct >= 95 ? 3 : pct >= 85 ? 2 : pct >= 70 ? 1 : 0}`}
                           style={{ width: `${Math.min(100, pct)}%` }} /></div>
                         <p className="small">{t('pg.budgetBurn', { used: formatNumber(used, 1), budget, pct: formatPercent(pct, 1) })}</p>
+                        {burn && (
+                          <p className={`small ${burn.exhausted || burn.runs_out_at ? 'warn' : 'muted'}`} data-testid={`pg-pace-${g.metadata.name}`}>
+                            {burn.exhausted ? t('pg.budgetExhausted')
+                              : burn.runs_out_at ? t('pg.budgetRunsOut', { day: burn.runs_out_at.slice(0, 10), projected: formatNumber(burn.projected, 0) })
+                                : t('pg.budgetPace', { projected: formatNumber(burn.projected, 0) })}
+                          </p>
+                        )}
                       </>
                     ) : <p className="muted">{t('pg.noBudget')}</p>}
                   </div>

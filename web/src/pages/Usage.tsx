@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'react';
-import { ApiError, qs, type Api, type UsageRow } from '../api';
-import { formatMoney, formatNumber } from '../format';
+import { ApiError, qs, type Api, type StepAdvice, type UsageRow } from '../api';
+import { formatBytes, formatMillicores, formatMoney, formatNumber } from '../format';
 import { Chart } from '../chart';
 import { useI18n, type Key } from '../i18n';
 import { Empty, ErrorBox, Link, Page, Show, useLoad, useSession } from '../ui';
@@ -85,7 +85,45 @@ export function Usage() {
       <Show l={l}>{(d) => d.byGroup.length === 0 ? <div className="card"><Empty>{t('usage.empty')}</Empty></div> : (
         <UsageCharts data={d} group={group} metric={metric} />
       )}</Show>
+      <RequestVsUse />
     </Page>
+  );
+}
+
+/** Request against measured use per step over the last 14 days, with advice. */
+function RequestVsUse() {
+  const { t, lang } = useI18n();
+  const l = useLoad((a: Api, signal) => a.get<{ items: StepAdvice[] }>(`/api/v1/usage/advice${qs({ days: 14 })}`, signal),
+    [], 60000);
+  return (
+    <div className="card" data-testid="usage-advice">
+      <h2>{t('usage.advice')}</h2>
+      <p className="muted small">{t('usage.adviceHelp')}</p>
+      <Show l={l}>{(d) => d.items.length === 0 ? <Empty>{t('usage.adviceEmpty')}</Empty> : (
+        <table className="table">
+          <thead><tr>
+            <th>{t('usage.group.project_group')}</th><th>{t('usage.step')}</th><th className="num">{t('usage.attempts')}</th>
+            <th className="num">{t('usage.cpuReq')}</th><th className="num">{t('usage.cpuP95')}</th>
+            <th className="num">{t('usage.memReq')}</th><th className="num">{t('usage.memPeak')}</th>
+            <th className="num">{t('usage.gpuP95')}</th><th>{t('usage.adviceCol')}</th>
+          </tr></thead>
+          <tbody>{d.items.map((s) => (
+            <tr key={`${s.project_group}/${s.step}`} data-testid={`advice-${s.step}`}>
+              <td>{s.project_group}</td><td>{s.step}</td><td className="num">{s.attempts}</td>
+              <td className="num">{formatMillicores(s.request.cpu_milli)}</td>
+              <td className="num">{formatMillicores(s.cpu.p95_milli)}</td>
+              <td className="num">{formatBytes(s.request.memory_bytes)}</td>
+              <td className="num">{formatBytes(s.memory.max_bytes)}</td>
+              <td className="num">{s.gpu ? `${s.gpu.utilization_p95}%` : '—'}</td>
+              <td>{s.advice.length === 0 ? <span className="muted">{t('usage.adviceFine')}</span>
+                : s.advice.map((a, i) => (
+                  <div key={i} className={a.kind === 'raise' ? 'warn' : ''}>{lang === 'zh-CN' && a.message_zh ? a.message_zh : a.message}</div>
+                ))}</td>
+            </tr>
+          ))}</tbody>
+        </table>
+      )}</Show>
+    </div>
   );
 }
 
