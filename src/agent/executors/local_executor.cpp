@@ -400,7 +400,6 @@ void LocalExecutor::sample_use() {
       if (r.outcome.empty() && r.pgid > 1) groups.insert(r.pgid);
     }
   }
-  const bool first = last_sample_ns_ == 0;
   last_sample_ns_ = now_ns;
   if (groups.empty()) return;
   const auto usage = read_group_usage(groups);
@@ -414,8 +413,9 @@ void LocalExecutor::sample_use() {
       if (!r.outcome.empty() || r.pgid <= 1) continue;
       auto u = usage.find(r.pgid);
       if (u == usage.end() || u->second.processes == 0) continue;
+      // A replica's first reading (none kept yet) only sets its baseline.
       auto prev = a.cpu_ticks.find(r.pgid);
-      const bool baseline_only = first || prev == a.cpu_ticks.end();
+      const bool baseline_only = prev == a.cpu_ticks.end();
       const std::int64_t delta = baseline_only ? 0 : std::max<std::int64_t>(0, u->second.cpu_ticks - prev->second);
       a.cpu_ticks[r.pgid] = u->second.cpu_ticks;
       if (baseline_only || dt_ns <= 0) continue;
