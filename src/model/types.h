@@ -302,6 +302,13 @@ struct Task {
   int retries = 0;   // failed attempts retried so far
   std::string current_attempt;
   std::string assigned_cluster;
+  // The storage pool the task is bound to, "" = none: its later attempts are
+  // placed only on clusters of this pool, where its checkpoints and data are
+  // (DESIGN.md "Agent protocol", fencing). Set by the server, never by the
+  // submitter: when an attempt is Lost (the pool of the cluster that lost
+  // it), and at the first placement of a step with `checkpoint` (its first
+  // checkpoint is written to that cluster's pool).
+  std::string storage_pool;
   std::optional<int> exit_code;
   bool cancel_requested = false;
   Millis created_at = 0;
@@ -313,8 +320,8 @@ struct Task {
 BOOST_DESCRIBE_STRUCT(Task, (),
                       (id, pipeline_id, name, project_group, resource_group, priority_class, priority, user, step,
                        depends_on, cluster_selector, cluster, state, reasons, attempts, retries, current_attempt,
-                       assigned_cluster, exit_code, cancel_requested, created_at, updated_at, queued_at,
-                       started_at, finished_at))
+                       assigned_cluster, storage_pool, exit_code, cancel_requested, created_at, updated_at,
+                       queued_at, started_at, finished_at))
 
 struct ReplicaPlacement {
   int replica = 0;

@@ -31,6 +31,9 @@ ClusterFeasibility feasible_clusters(const CycleState& state, const ResourceGrou
   }
   ClusterCounts counts;
   counts.total = static_cast<std::int64_t>(ids.size());
+  const bool bound = !task.storage_pool.empty();
+  PoolFilter pool;
+  pool.pool = task.storage_pool;
   for (const auto& id : ids) {
     if (!task.cluster.empty() && id != task.cluster) {
       ++counts.not_pinned;
@@ -43,14 +46,25 @@ ClusterFeasibility feasible_clusters(const CycleState& state, const ResourceGrou
       ++counts.selector_mismatch;
       continue;
     }
+    // Bound to a pool: a cluster of another pool is not considered, and one
+    // never registered is not either (nothing says which pool it is in).
+    if (bound && (c == nullptr || c->storage_pool != task.storage_pool)) {
+      ++counts.other_pool;
+      pool.excluded.push_back(id);
+      continue;
+    }
+    if (bound) pool.pool_clusters.push_back(id);
     if (c == nullptr || !accepts_work(c->state)) {
       ++counts.offline;
+      if (bound) ++pool.pool_offline;
       out.offline.push_back(reasons::cluster_offline(id, c));
       continue;
     }
     out.usable.push_back(id);
   }
-  if (out.usable.empty() && out.offline.empty()) {
+  if (bound && (out.usable.empty() || counts.other_pool > 0)) {
+    out.pool = reasons::storage_pool(pool, group.name, counts, static_cast<std::int64_t>(out.usable.size()));
+  } else if (out.usable.empty() && out.offline.empty()) {
     out.none = reasons::no_cluster(group.name, task.cluster, task.cluster_selector, counts);
   }
   return out;

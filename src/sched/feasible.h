@@ -23,7 +23,17 @@ struct ClusterCounts {
   std::int64_t total = 0;
   std::int64_t not_pinned = 0;
   std::int64_t selector_mismatch = 0;
+  std::int64_t other_pool = 0;  // not in the storage pool the task is bound to
   std::int64_t offline = 0;
+};
+
+// The storage-pool filter of a task bound to a pool (Task::storage_pool):
+// what it kept out and what the pool itself offers.
+struct PoolFilter {
+  std::string pool;
+  std::vector<std::string> excluded;        // in other pools (or never registered), ascending id
+  std::vector<std::string> pool_clusters;   // of the pool, past the pin and selector, ascending id
+  std::int64_t pool_offline = 0;            // of those, offline, draining or never registered
 };
 
 struct ClusterFeasibility {
@@ -33,11 +43,17 @@ struct ClusterFeasibility {
   std::vector<PendingReason> offline;
   // When nothing is usable and no cluster is offline: why (kReasonNoCluster).
   std::optional<PendingReason> none;
+  // A task bound to a storage pool (kReasonStoragePool): always when nothing
+  // is usable (the reason it waits, first), else only when the pool kept
+  // some cluster out (a note after the fit's reasons).
+  std::optional<PendingReason> pool;
 };
 
 // Filters, in this order: in the group, the pinned cluster, the cluster
-// selector, then state. The task's own constraints come before state so that
-// a task is never told about an outage of a cluster it would not use anyway.
+// selector, the storage pool the task is bound to, then state. The task's own
+// constraints come before state so that a task is never told about an outage
+// of a cluster it would not use anyway: clusters of other pools are not
+// considered at all (their outages are not its news, and it never runs there).
 ClusterFeasibility feasible_clusters(const CycleState& state, const ResourceGroup& group, const Task& task);
 
 // ---------------------------------------------------------------- nodes

@@ -174,6 +174,61 @@ PendingReason no_cluster(std::string_view group, std::string_view pinned, const 
   return make(kReasonNoCluster, std::move(en), std::move(zh), std::move(d));
 }
 
+PendingReason storage_pool(const PoolFilter& pool, std::string_view group, const ClusterCounts& counts,
+                           std::int64_t usable) {
+  const auto excluded = static_cast<std::int64_t>(pool.excluded.size());
+  const auto in_pool = static_cast<std::int64_t>(pool.pool_clusters.size());
+  json::object d;
+  d["storage_pool"] = pool.pool;
+  d["resource_group"] = group;
+  d["clusters_excluded"] = excluded;
+  d["excluded"] = string_array(pool.excluded);
+  d["pool_clusters"] = string_array(pool.pool_clusters);
+  d["pool_offline"] = pool.pool_offline;
+  d["usable"] = usable;
+  d["clusters_total"] = counts.total;
+  d["not_pinned"] = counts.not_pinned;
+  d["selector_mismatch"] = counts.selector_mismatch;
+  const std::string& p = pool.pool;
+  std::string g(group);
+  std::string others_en, others_zh;
+  if (excluded > 0) {
+    others_en = count_of(excluded, "cluster", "clusters") + " in other pools not considered (" +
+                join(pool.excluded, ", ") + ")";
+    others_zh = "其他存储池的 " + std::to_string(excluded) + " 个集群不予考虑（" + join(pool.excluded, "、") + "）";
+  }
+  std::string en, zh;
+  if (usable > 0) {
+    en = "bound to storage pool " + p + ", where its checkpoints and data are: " + others_en;
+    zh = "已绑定存储池 " + p + "（检查点和数据所在）：" + others_zh;
+    return make(kReasonStoragePool, std::move(en), std::move(zh), std::move(d));
+  }
+  std::vector<std::string> parts_en, parts_zh;
+  if (in_pool == 0) {
+    en = "storage pool " + p + " has no cluster in resource group " + g + " that the task may use";
+    zh = "存储池 " + p + " 在资源组 " + g + " 中没有本任务可用的集群";
+  } else {
+    en = "storage pool " + p + " has no cluster online";
+    zh = "存储池 " + p + " 中没有在线集群";
+    // Nothing usable: every cluster of the pool that the task may use is down.
+    parts_en.push_back(count_of(pool.pool_offline, "cluster", "clusters") + " of the pool offline (" +
+                       join(pool.pool_clusters, ", ") + ")");
+    parts_zh.push_back("该池 " + std::to_string(pool.pool_offline) + " 个集群离线（" +
+                       join(pool.pool_clusters, "、") + "）");
+  }
+  if (excluded > 0) {
+    parts_en.push_back(others_en);
+    parts_zh.push_back(others_zh);
+  }
+  en += ": the task's checkpoints and data are there";
+  zh += "：任务的检查点和数据位于该池";
+  if (!parts_en.empty()) {
+    en += "; " + join(parts_en, "; ");
+    zh += "；" + join(parts_zh, "；");
+  }
+  return make(kReasonStoragePool, std::move(en), std::move(zh), std::move(d));
+}
+
 PendingReason no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,
                       const std::vector<std::string>& clusters) {
   json::object d;

@@ -56,6 +56,15 @@ PendingReason pinned_outside_group(std::string_view pinned, std::string_view gro
 PendingReason no_cluster(std::string_view group, std::string_view pinned, const Labels& selector,
                          const ClusterCounts& counts);
 
+// The task is bound to a storage pool. `usable` = 0: "storage pool p1 has no
+// cluster online: 2 of the pool offline (a, b); 1 cluster in other pools not
+// considered (c)", the reason it waits; else a note that other pools were not
+// considered. details {storage_pool, resource_group, clusters_excluded,
+// excluded, pool_clusters, pool_offline, usable, clusters_total, not_pinned,
+// selector_mismatch}.
+PendingReason storage_pool(const PoolFilter& pool, std::string_view group, const ClusterCounts& counts,
+                           std::int64_t usable);
+
 // "no node fits: 12 nodes; 3 in maintenance, 9 lack gpu-type=nvidia-a100-80gb";
 // details {nodes_total, <one key per NodeMisfit>, nodes_fit, replicas, clusters}.
 PendingReason no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,

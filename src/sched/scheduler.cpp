@@ -49,7 +49,11 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
   c.clusters = feasible_clusters(state, *c.group, task);
   if (c.clusters.usable.empty()) {
     if (c.clusters.none) return std::vector{std::move(*c.clusters.none)};
-    return std::move(c.clusters.offline);
+    // Bound to a storage pool: that is why it waits, then which of the pool's clusters are down.
+    std::vector<PendingReason> why;
+    if (c.clusters.pool) why.push_back(std::move(*c.clusters.pool));
+    for (auto& r : c.clusters.offline) why.push_back(std::move(r));
+    return why;
   }
   return std::nullopt;
 }
@@ -63,6 +67,7 @@ std::string class_key(const TaskContext& c) {
   std::string k = t.resource_group;
   k += '\x1f';
   k += t.cluster;
+  k += '\x1f' + t.storage_pool;
   for (const auto& [key, value] : t.cluster_selector) k += '\x1f' + key + '=' + value;
   k += '\x1f' + t.priority_class + '\x1f' + std::to_string(t.priority);
   k += '\x1f';
@@ -122,6 +127,8 @@ class Cycle {
     }
     Failed& f = known->second;
     std::vector<PendingReason> why = f.reasons;
+    // Bound to a storage pool that kept clusters out: say so (they might have had room).
+    if (c.clusters.pool) why.push_back(*c.clusters.pool);
     // Clusters that are down might have taken the task: say so too.
     for (auto& r : c.clusters.offline) why.push_back(r);
     if (f.blocked != Blocked::kNo) blocked(c, f, why);

@@ -115,6 +115,9 @@ inline constexpr std::string_view kReasonPreemptionGrace = "waiting_for_preempti
 inline constexpr std::string_view kReasonReservation = "behind_reservation";
 // Some replicas of the gang fit, not all of them in one cluster.
 inline constexpr std::string_view kReasonGang = "waiting_for_gang";
+// Bound to a storage pool (after a loss, or checkpointing): clusters of other
+// pools are not considered; details {storage_pool, clusters_excluded, ...}.
+inline constexpr std::string_view kReasonStoragePool = "storage_pool";
 // Tried with a fallback shape too (details name the shapes and their waits).
 inline constexpr std::string_view kReasonFallback = "fallback_shapes";
 

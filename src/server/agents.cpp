@@ -184,6 +184,10 @@ static Status finish_attempt(Tx& tx, Attempt& a, const AttemptReport& r, Millis 
         CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, actor, msg));
         return internal::cancel_dependents(tx, *t, now, actor);
       }
+      // An attempt its agent reports Lost (e.g. fenced, or its outcome
+      // unknown after a restart): the task stays in that cluster's storage
+      // pool, as when the server marks it Lost (check_liveness).
+      if (r.state == AttemptState::Lost) CP_TRY(internal::bind_storage_pool(tx, *t, a.cluster_id));
       // Back to the queue as the same task: `attempts` is kept, so the next
       // attempt is number + 1 and resumes (CUBEPLANE_RESUME, its checkpoint).
       if (r.state == AttemptState::Preempted && a.stop_reason == "preempt") {

@@ -26,6 +26,8 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx) {
   h->quota_.emplace(h->groups_);
   CP_ASSIGN(auto classes, tx.list_priority_classes());
   for (const auto& pc : classes) h->preemptible_[pc.name] = pc.preemptible;
+  CP_ASSIGN(auto clusters, tx.list_clusters());
+  for (const auto& c : clusters) h->pool_of_[c.id] = c.storage_pool;
   CP_ASSIGN(auto nodes, tx.list_nodes(""));
   for (auto& n : nodes) {
     NodeKey key{n.cluster_id, n.name};
@@ -62,8 +64,20 @@ void Holdings::charge(const Attempt& a, const std::string& resource_group) {
 std::optional<std::string> Holdings::recheck(const Task& t, const sched::Placement& pl) const {
   if (t.state != TaskState::Queued || t.cancel_requested) return "task is no longer queued";
   if (pl.placements.empty()) return "placement without replicas";
+  if (auto why = recheck_pool(t, pl)) return why;
   if (auto why = recheck_quota(t, pl)) return why;
   return recheck_nodes(pl);
+}
+
+std::optional<std::string> Holdings::recheck_pool(const Task& t, const sched::Placement& pl) const {
+  if (t.storage_pool.empty()) return std::nullopt;
+  auto c = pool_of_.find(pl.cluster_id);
+  if (c == pool_of_.end()) return "cluster " + pl.cluster_id + " is gone";
+  if (c->second != t.storage_pool) {
+    return "cluster " + pl.cluster_id + " is in storage pool " + c->second + ", the task is bound to " +
+           t.storage_pool;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> Holdings::recheck_quota(const Task& t, const sched::Placement& pl) const {

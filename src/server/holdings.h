@@ -2,6 +2,9 @@
 // inside the write transaction that applies it (Nomad's plan_apply: the plan
 // was made on a snapshot; the store may have moved on since).
 //
+// The placement's cluster must still be in the storage pool the task is
+// bound to (Task::storage_pool; a cluster's pool can be changed meanwhile).
+//
 // Two books, both charged with every active attempt (Dispatched, Running,
 // Stopping: a victim in its grace still holds what it was given):
 //   quota  per resource group, with sched::QuotaBook, the one rule decide()
@@ -50,12 +53,14 @@ class Holdings {
   };
   using NodeKey = std::pair<std::string, std::string>;  // (cluster, node)
 
+  std::optional<std::string> recheck_pool(const Task& t, const sched::Placement& pl) const;
   std::optional<std::string> recheck_quota(const Task& t, const sched::Placement& pl) const;
   std::optional<std::string> recheck_nodes(const sched::Placement& pl) const;
 
   std::vector<ResourceGroup> groups_;  // quota_ refers to these: never resized after load
   std::optional<sched::QuotaBook> quota_;
   std::map<std::string, bool> preemptible_;  // priority class -> preemptible
+  std::map<std::string, std::string> pool_of_;  // cluster -> storage pool
   std::map<NodeKey, Node> nodes_;
   std::map<NodeKey, NodeUse> use_;
 };

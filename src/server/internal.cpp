@@ -44,6 +44,13 @@ Status transition(Tx& tx, Task& task, TaskState to, Millis now, const std::strin
   return {};
 }
 
+Status bind_storage_pool(Tx& tx, Task& task, const std::string& cluster_id) {
+  if (!task.storage_pool.empty()) return {};
+  CP_ASSIGN(auto c, tx.get_cluster(cluster_id));
+  if (c) task.storage_pool = c->storage_pool;
+  return {};
+}
+
 Status cancel_dependents(Tx& tx, const Task& failed, Millis now, const std::string& actor) {
   CP_ASSIGN(auto tasks, tx.tasks_of_pipeline(failed.pipeline_id));
   std::set<std::string> dead{failed.id};

@@ -43,6 +43,12 @@ Status record_usage(Tx& tx, const Task& task, const Attempt& a);
 inline constexpr std::int64_t kHistoryWidths[] = {60, 3600, 86400};
 std::vector<ClusterSample> history_rows(const std::string& cluster, Millis at,
                                         const std::function<void(ClusterSample&)>& fill);
+// Binds the task to the storage pool of `cluster_id` (Task::storage_pool),
+// once: a task already bound keeps its pool (its checkpoints are there, and
+// a cluster's pool may have been renamed since). A cluster gone from the
+// store binds nothing. Does not write the task; the caller does.
+Status bind_storage_pool(Tx& tx, Task& task, const std::string& cluster_id);
+
 // Everything an attempt's end writes besides the attempt and task: its
 // "attempt.state" event (attempt_end_event), its usage (record_usage) and,
 // for Succeeded, Failed and Lost, the cluster's finished/failed counters.

@@ -138,6 +138,12 @@ Status place(Tx& tx, Task& t, const sched::Placement& pl, Millis now, Attempt& a
   a.created_at = now;
   a.lease_renewed_at = now;
   CP_TRY(tx.insert_attempt(a));
+  // A checkpointing step is bound to this cluster's storage pool from its
+  // first placement: its checkpoints are written there, and an attempt
+  // placed in another pool would not find them (it would start over while
+  // told to resume). A step without checkpoints stays free to go anywhere
+  // until an attempt is Lost (check_liveness, finish_attempt).
+  if (t.step.checkpoint) CP_TRY(internal::bind_storage_pool(tx, t, pl.cluster_id));
   t.attempts = a.number;
   t.current_attempt = a.id;
   t.assigned_cluster = pl.cluster_id;
@@ -348,13 +354,21 @@ Status ControlPlane::check_liveness() {
           CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, "system", a.message));
           continue;
         }
+        // Bound to the lost cluster's storage pool in this same transaction:
+        // its checkpoints and data are there, so it requeues only onto
+        // clusters of that pool (DESIGN.md, fencing), never elsewhere. A task
+        // bound before (a checkpointing one) keeps the pool it was bound to.
+        if (t->storage_pool.empty()) t->storage_pool = c.storage_pool;
         CP_TRY(internal::transition(tx, *t, TaskState::Lost, now, "system", a.message));
+        json::object rd;
+        rd["cluster"] = c.id;
+        rd["storage_pool"] = t->storage_pool;
         t->reasons = {PendingReason{"requeued_after_loss",
                                     "attempt " + std::to_string(a.number) + " was lost with cluster " + c.id +
-                                        "; waiting for a new placement",
+                                        "; waiting for a new placement in storage pool " + t->storage_pool,
                                     "第 " + std::to_string(a.number) + " 次尝试随集群 " + c.id +
-                                        " 失联而丢失；等待重新调度",
-                                    {}}};
+                                        " 失联而丢失；等待在存储池 " + t->storage_pool + " 中重新调度",
+                                    std::move(rd)}};
         CP_TRY(internal::transition(tx, *t, TaskState::Queued, now, "system", "requeued after loss"));
         requeued = true;
       }

@@ -29,6 +29,11 @@ ClusterBuilder& ClusterBuilder::labels(Labels labels) {
   return *this;
 }
 
+ClusterBuilder& ClusterBuilder::storage_pool(const std::string& pool) {
+  get().storage_pool = pool;
+  return *this;
+}
+
 ClusterBuilder& ClusterBuilder::state(ClusterState state, const std::string& reason, const std::string& message) {
   Cluster& c = get();
   c.state = state;
@@ -144,6 +149,11 @@ TaskBuilder& TaskBuilder::created_at(Millis t) {
 
 TaskBuilder& TaskBuilder::pinned(const std::string& cluster) {
   get().cluster = cluster;
+  return *this;
+}
+
+TaskBuilder& TaskBuilder::storage_pool(const std::string& pool) {
+  get().storage_pool = pool;
   return *this;
 }
 

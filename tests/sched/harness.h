@@ -37,6 +37,7 @@ class ClusterBuilder {
   // GPU devices on the node added last (model and indices).
   ClusterBuilder& devices(const std::string& model, const std::vector<int>& indices);
   ClusterBuilder& labels(Labels labels);
+  ClusterBuilder& storage_pool(const std::string& pool);
   ClusterBuilder& state(ClusterState state, const std::string& reason, const std::string& message = "");
   Cluster& get();
 
@@ -74,6 +75,8 @@ class TaskBuilder {
   TaskBuilder& queued_at(Millis t);
   TaskBuilder& created_at(Millis t);
   TaskBuilder& pinned(const std::string& cluster);
+  // Bound to a storage pool, as after a loss (Task::storage_pool).
+  TaskBuilder& storage_pool(const std::string& pool);
   TaskBuilder& cluster_selector(Labels selector);
   TaskBuilder& waiting_for(std::vector<std::string> task_ids);
   // The class's name and value (see Fleet::priority_classes).

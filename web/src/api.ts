@@ -109,6 +109,7 @@ export interface Task {
   step: { command: string[]; resources: Resources; replicas: number };
   reasons: PendingReason[];
   assigned_cluster: string;
+  storage_pool?: string;  // bound to this pool (after a loss, or checkpointing): later attempts stay in it
   exit_code: number;
   created_at: number;
   queued_at: number;

@@ -103,6 +103,20 @@ describe('reasons', () => {
     const r = { code: 'waiting_for_dependencies', message: 'x', details: { tasks: ['t-1'] } };
     expect(formatReason(r)).toBe('Waiting for 1 upstream task: t-1.');
   });
+  it('says which storage pool a task is bound to and what it left out', () => {
+    const r = {
+      code: 'storage_pool', message: 'x',
+      details: { storage_pool: 'p1', clusters_excluded: 1, usable: 0, pool_offline: 2, excluded: ['c'] },
+    };
+    expect(formatReason(r)).toBe(
+      'Waits: storage pool p1 has no cluster online; 2 clusters of the pool offline, 1 cluster in other pools not considered.');
+    expect(formatReason(r, 'zh-CN')).toBe(
+      '等待：存储池 p1 中没有在线集群，该池 2 个集群离线，其他存储池的 1 个集群不予考虑。');
+    const note = { ...r, details: { ...r.details, usable: 1, pool_offline: 0 } };
+    expect(formatReason(note)).toBe(
+      'Bound to storage pool p1, where its checkpoints and data are: 1 cluster in other pools not considered.');
+    expect(formatReason({ code: 'storage_pool', message: 'server words', details: {} })).toBe('server words');
+  });
   it('falls back to the server message in the language asked for', () => {
     const r = { code: 'something_new', message: 'it waits', message_zh: '它在等待' };
     expect(formatReason(r)).toBe('it waits');

@@ -220,6 +220,25 @@ export function formatReason(r: PendingReason, lang: Lang = 'en'): string {
         ? `集群 ${c} 离线${why ? `（${why}）` : ''}。`
         : `Cluster ${c} is offline${why ? ` (${why})` : ''}.`;
     }
+    case 'storage_pool': {
+      // Bound to the storage pool of a lost (or checkpointing) attempt: other pools are not considered.
+      const pool = str(d.storage_pool);
+      const excluded = num(d.clusters_excluded), usable = num(d.usable), down = num(d.pool_offline);
+      if (!pool || Number.isNaN(excluded) || Number.isNaN(usable)) return fallback;
+      const others = excluded > 0
+        ? (zh ? `其他存储池的 ${excluded} 个集群不予考虑` : `${plural(excluded, 'cluster', 'clusters')} in other pools not considered`)
+        : '';
+      if (usable > 0) {
+        return zh
+          ? `已绑定存储池 ${pool}（检查点和数据所在）${others ? '：' + others : ''}。`
+          : `Bound to storage pool ${pool}, where its checkpoints and data are${others ? ': ' + others : ''}.`;
+      }
+      const offline = down > 0 ? (zh ? `该池 ${down} 个集群离线` : `${plural(down, 'cluster', 'clusters')} of the pool offline`) : '';
+      const parts = [offline, others].filter((x) => x);
+      return zh
+        ? `等待：存储池 ${pool} 中没有在线集群${parts.length ? '，' + parts.join('，') : ''}。`
+        : `Waits: storage pool ${pool} has no cluster online${parts.length ? '; ' + parts.join(', ') : ''}.`;
+    }
     case 'waiting_for_preemption': {
       const victims = Array.isArray(d.victims) ? d.victims.length : NaN;
       if (Number.isNaN(victims)) return fallback;
