@@ -10,6 +10,7 @@ PACKAGES=(
   libcurl4-openssl-dev libssl-dev libsodium-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-wqy-microhei
   python3 python3-aiosmtpd
+  slurm-wlm munge
 )
 
 missing=()

@@ -19,7 +19,9 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/executors/kubernetes_executor.h"
 #include "agent/executors/local_executor.h"
+#include "agent/executors/slurm_executor.h"
 #include "cli/cli.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -243,8 +245,22 @@ int run_platform(const PlatformOptions& opt) {
   return 0;
 }
 
+// `cubeplane agent --executor kubernetes` options.
+struct KubeAgentOptions {
+  std::string kubeconfig;      // "" = in-cluster (the pod's service account)
+  std::string kube_namespace;  // "" = the kubeconfig context's, the service account's, or "default"
+  std::string image;           // for orders without one
+  std::string checkpoint_pvc;
+  bool given() const { return !kubeconfig.empty() || !kube_namespace.empty() || !image.empty() || !checkpoint_pvc.empty(); }
+};
+KubeAgentOptions& kube_agent_options() {
+  static KubeAgentOptions o;
+  return o;
+}
+
 int run_agent(const cp::cli::ClientContext& ctx, const std::string& cluster_id, const std::string& executor,
-              const std::string& data_dir, const std::vector<std::string>& gpus, const std::string& log_level) {
+              const std::string& data_dir, const std::vector<std::string>& gpus, const std::string& log_level,
+              const cp::SlurmExecutorConfig& slurm_opts) {
   install_stop_handlers();
   cp::setup_logging(log_level);
   std::string server = ctx.server;
@@ -259,13 +275,67 @@ int run_agent(const cp::cli::ClientContext& ctx, const std::string& cluster_id, 
     std::cerr << "error: --server is required (or CUBEPLANE_SERVER)\n";
     return 2;
   }
+  const std::string agent_data_dir = data_dir.empty() ? default_data_dir() + "/agent-" + cluster_id : data_dir;
+  auto run = [&](std::unique_ptr<cp::Executor> ex) {
+    cp::AgentConfig ac;
+    ac.server_url = server;
+    ac.cluster_id = cluster_id;
+    ac.bootstrap_token = token;
+    ac.data_dir = agent_data_dir;
+    cp::Agent agent(ac, std::move(ex));
+    auto st = agent.run(g_stop);
+    if (!st.ok()) return fail(st.error());
+    return 0;
+  };
+  if (executor == "slurm") {
+    // Jobs through the Slurm CLI of this machine (sbatch, squeue, scontrol,
+    // scancel in PATH; SLURM_CONF as the environment says).
+    if (!gpus.empty()) {
+      std::cerr << "error: --declare-gpus is for the local executor; Slurm declares its GPUs (gres.conf)\n"
+                << "错误：--declare-gpus 仅用于 local 执行器；Slurm 的 GPU 由其自身声明（gres.conf）\n";
+      return 2;
+    }
+    cp::SlurmExecutorConfig sc = slurm_opts;
+    sc.data_dir = agent_data_dir;
+    return run(std::make_unique<cp::SlurmExecutor>(sc));
+  }
+  if (executor == "kubernetes") {
+    // One Job per replica in a namespace of the cluster this agent runs in
+    // (or the one --kubeconfig names).
+    if (!gpus.empty()) {
+      std::cerr << "error: --declare-gpus is for the local executor; Kubernetes reports its nodes' GPUs\n"
+                << "错误：--declare-gpus 仅用于 local 执行器；Kubernetes 自行报告节点的 GPU\n";
+      return 2;
+    }
+    const auto& ko = kube_agent_options();
+    cp::KubernetesExecutorConfig kc;
+    kc.data_dir = agent_data_dir;
+    kc.default_image = ko.image;
+    kc.checkpoint_pvc = ko.checkpoint_pvc;
+    auto kube = ko.kubeconfig.empty() ? cp::in_cluster_config() : cp::load_kubeconfig(ko.kubeconfig, kc.data_dir + "/kube");
+    if (!kube.ok()) return fail(kube.error());
+    kc.kube_namespace = !ko.kube_namespace.empty() ? ko.kube_namespace
+                        : !kube->kube_namespace.empty() ? kube->kube_namespace
+                                                        : "default";
+    return run(std::make_unique<cp::KubernetesExecutor>(kc, std::move(kube).value()));
+  }
+  if (kube_agent_options().given()) {
+    std::cerr << "error: --kubeconfig, --namespace, --image and --checkpoint-pvc need --executor kubernetes\n"
+              << "错误：--kubeconfig、--namespace、--image 和 --checkpoint-pvc 需要与 --executor kubernetes 一起使用\n";
+    return 2;
+  }
+  if (!slurm_opts.partition.empty() || !slurm_opts.sbatch_args.empty()) {
+    std::cerr << "error: --slurm-partition and --slurm-sbatch-arg need --executor slurm\n"
+              << "错误：--slurm-partition 和 --slurm-sbatch-arg 需要与 --executor slurm 一起使用\n";
+    return 2;
+  }
   if (executor != "local") {
-    std::cerr << "error: executor \"" << executor << "\" is not available yet; use --executor local\n"
-              << "错误：执行器 \"" << executor << "\" 尚未提供，请使用 --executor local\n";
+    std::cerr << "error: executor \"" << executor << "\" is not available; use --executor local, slurm or kubernetes\n"
+              << "错误：执行器 \"" << executor << "\" 不可用，请使用 --executor local、slurm 或 kubernetes\n";
     return 2;
   }
   cp::LocalExecutorConfig ec_cfg;
-  ec_cfg.data_dir = data_dir.empty() ? default_data_dir() + "/agent-" + cluster_id : data_dir;
+  ec_cfg.data_dir = agent_data_dir;
   ec_cfg.use_sample_ms = use_sample_ms();
   if (!gpus.empty()) {
     // --declare-gpus TYPE:N: a machine without NVML still offers its GPUs.
@@ -285,15 +355,7 @@ int run_agent(const cp::cli::ClientContext& ctx, const std::string& cluster_id, 
     }
     ec_cfg.nodes.push_back(n);
   }
-  cp::AgentConfig ac;
-  ac.server_url = server;
-  ac.cluster_id = cluster_id;
-  ac.bootstrap_token = token;
-  ac.data_dir = ec_cfg.data_dir;
-  cp::Agent agent(ac, std::make_unique<cp::LocalExecutor>(ec_cfg));
-  auto st = agent.run(g_stop);
-  if (!st.ok()) return fail(st.error());
-  return 0;
+  return run(std::make_unique<cp::LocalExecutor>(ec_cfg));
 }
 
 void add_platform_commands(CLI::App& app, cp::cli::ClientContext& ctx) {
@@ -318,15 +380,29 @@ void add_platform_commands(CLI::App& app, cp::cli::ClientContext& ctx) {
   server->callback([&ctx] { ctx.action = [] { return run_platform(server_opts); }; });
 
   static std::string cluster_id, executor = "local", agent_dir, log_level = "info";
+  static cp::SlurmExecutorConfig slurm_opts;
   static std::vector<std::string> gpus;
   auto* agent = app.add_subcommand("agent", "run the agent of one cluster (uses --server and --token)");
   agent->add_option("--cluster-id", cluster_id, "the CLUSTER_ID this agent serves")->required();
-  agent->add_option("--executor", executor, "local (slurm and kubernetes come later)");
+  agent->add_option("--executor", executor,
+                    "local (processes on this machine), slurm (batch jobs through sbatch) or kubernetes "
+                    "(a batch/v1 Job per replica)");
+  agent->add_option("--kubeconfig", kube_agent_options().kubeconfig,
+                    "with --executor kubernetes: kubeconfig file (default: the pod's service account)");
+  agent->add_option("--namespace,--kube-namespace", kube_agent_options().kube_namespace,
+                    "with --executor kubernetes: namespace of the Jobs (default: the context's or the pod's)");
+  agent->add_option("--image", kube_agent_options().image,
+                    "with --executor kubernetes: image for steps that name none");
+  agent->add_option("--checkpoint-pvc", kube_agent_options().checkpoint_pvc,
+                    "with --executor kubernetes: PersistentVolumeClaim mounted at /cubeplane/checkpoints");
+  agent->add_option("--slurm-partition", slurm_opts.partition, "with --executor slurm: submit to and report this partition");
+  agent->add_option("--slurm-sbatch-arg", slurm_opts.sbatch_args,
+                    "with --executor slurm: an extra sbatch option for every job, e.g. --slurm-sbatch-arg=--account=ml");
   agent->add_option("--data-dir", agent_dir, "agent state: credential, attempt journals, logs");
   agent->add_option("--declare-gpus", gpus, "GPUs of this machine without NVML, as TYPE:COUNT");
   agent->add_option("--log-level", log_level, "trace|debug|info|warn|error");
   agent->callback([&ctx] {
-    ctx.action = [&ctx] { return run_agent(ctx, cluster_id, executor, agent_dir, gpus, log_level); };
+    ctx.action = [&ctx] { return run_agent(ctx, cluster_id, executor, agent_dir, gpus, log_level, slurm_opts); };
   });
 }
 

@@ -114,6 +114,13 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &resp.headers);
   if (method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (!opts.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, opts.ca_file.c_str());
+  if (!opts.client_cert_file.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, opts.client_cert_file.c_str());
+  if (!opts.client_key_file.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, opts.client_key_file.c_str());
+  if (opts.insecure_skip_verify) {
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
   if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));

@@ -35,6 +35,13 @@ struct HttpRequestOptions {
   // line is idle, hence a poll loop of our own.)
   std::function<bool()> should_abort;
   long abort_check_ms = 50;
+  // TLS for https URLs (the Kubernetes API): a CA bundle in place of the
+  // system's, a client certificate and key (PEM files), or no verification
+  // at all. Empty: libcurl's defaults.
+  std::string ca_file;
+  std::string client_cert_file;
+  std::string client_key_file;
+  bool insecure_skip_verify = false;
 };
 
 class HttpClient {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "agent/executors/file_logs.h"
 #include "agent/executors/host_probe.h"
 #include "agent/executors/supervised_process.h"
 #include "agent/files.h"
@@ -36,12 +37,6 @@ bool safe_name(const std::string& s) {
 
 bool valid_env_name(const std::string& s) {
   return !s.empty() && s.find('=') == std::string::npos && s.find('\0') == std::string::npos;
-}
-
-std::int64_t file_size(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return 0;
-  return static_cast<std::int64_t>(st.st_size);
 }
 
 bool is_failure(const std::string& outcome) { return !outcome.empty() && outcome != "exit 0"; }
@@ -474,12 +469,9 @@ void LocalExecutor::forget(const std::string& attempt_id) {
 
 void LocalExecutor::maybe_remove(const std::string& attempt_id) {
   auto it = attempts_.find(attempt_id);
-  if (it == attempts_.end() || !it->second.rec.acked) return;
-  const auto& rec = it->second.rec;
-  if (!rec.logs_refused) {
-    for (const auto& r : rec.replicas) {
-      if (r.log_shipped < file_size(log_path(attempt_id, r.replica))) return;  // logs still to ship
-    }
+  if (it == attempts_.end()) return;
+  if (!file_logs::done_with(attempt_id, it->second.rec, [this](const std::string& id, int r) { return log_path(id, r); })) {
+    return;
   }
   std::error_code ec;
   fs::remove_all(attempt_dir(attempt_id), ec);
@@ -490,47 +482,15 @@ void LocalExecutor::maybe_remove(const std::string& attempt_id) {
 
 std::vector<LogPiece> LocalExecutor::read_new_logs(std::size_t max_bytes) {
   std::lock_guard lock(mu_);
-  std::vector<LogPiece> out;
-  std::size_t budget = max_bytes;
-  for (auto& [id, a] : attempts_) {
-    if (a.rec.logs_refused) continue;
-    for (const auto& r : a.rec.replicas) {
-      if (budget == 0) return out;
-      const std::string path = log_path(id, r.replica);
-      std::int64_t size = file_size(path);
-      if (size <= r.log_shipped) continue;
-      std::size_t n = std::min({static_cast<std::size_t>(size - r.log_shipped), config_.log_chunk_bytes, budget});
-      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;
-      std::string data(n, '\0');
-      ssize_t got = ::pread(fd, data.data(), n, static_cast<off_t>(r.log_shipped));
-      ::close(fd);
-      if (got <= 0) continue;
-      data.resize(static_cast<std::size_t>(got));
-      LogPiece piece;
-      piece.attempt_id = id;
-      piece.task_id = a.rec.order.task_id;
-      piece.epoch = a.rec.order.epoch;
-      piece.replica = r.replica;
-      piece.offset = r.log_shipped;
-      piece.final = !r.outcome.empty() && r.log_shipped + got >= size;
-      piece.data = std::move(data);
-      budget -= piece.data.size();
-      out.push_back(std::move(piece));
-    }
-  }
-  return out;
+  return file_logs::read_new(
+      attempts_, [this](const std::string& id, int r) { return log_path(id, r); }, config_.log_chunk_bytes, max_bytes);
 }
 
 void LocalExecutor::logs_shipped(const std::string& attempt_id, int replica, std::int64_t new_offset) {
   std::lock_guard lock(mu_);
   auto it = attempts_.find(attempt_id);
   if (it == attempts_.end()) return;
-  for (auto& r : it->second.rec.replicas) {
-    if (r.replica != replica || new_offset <= r.log_shipped) continue;
-    r.log_shipped = new_offset;
-    (void)save(it->second);
-  }
+  if (file_logs::mark_shipped(it->second.rec, replica, new_offset)) (void)save(it->second);
   maybe_remove(attempt_id);
 }
 
