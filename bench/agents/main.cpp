@@ -1,0 +1,599 @@
+// cubeplane-bench-agents: what N agents with M nodes each, syncing every few
+// seconds, cost one real `cubeplane server`: the server process's CPU (share
+// of one core, from /proc/<pid>/stat) and the sync latency the agents see.
+//
+//   cubeplane-bench-agents [--agents 1000] [--nodes-per-agent 100] [--interval-s 5]
+//                          [--duration-s 60] [--store URL] [--server-binary PATH]
+//
+// The server is started as its own process (a fresh data directory, port 0),
+// exactly as an operator runs it; its admin token is the one it prints at
+// first start. Each simulated agent is a cluster registered over the REST API
+// (POST /api/v1/clusters, then a one-time bootstrap token), which exchanges
+// its token for a credential (POST /api/v1/agent/register) and then sends a
+// full SyncRequest with all of its nodes (labels, capacity and allocatable,
+// 8 GPUs each, host facts) every interval, like src/agent/agent.cpp does.
+//
+// The agents are served by a fixed pool of worker threads, each with its own
+// keep-alive connection (HttpClient), taking the next agent due from one
+// shared schedule; an agent's syncs are spread over the interval by a seeded
+// jitter, and it is never synced twice at once. When the server falls behind,
+// syncs start late and the achieved rate drops below the target: both are
+// reported.
+//
+// Syncs use wait_ms = 0 (no long-poll). An idle real agent long-polls with
+// wait_ms = 5000 (AgentConfig::long_poll_ms): the server does the whole sync
+// transaction when the request arrives, then parks it on a timer (no thread
+// held) and answers when the wait ends, after which the agent syncs again. So
+// a long-polling idle agent costs the server one full sync every ~5 s plus one
+// cheap read of pending orders per wait, which is what a 5 s interval with
+// wait_ms = 0 measures, without 1,000 open connections held by this process.
+//
+// The window: after every agent has registered and done its first sync (the
+// warm-up), CPU and latencies are measured over --duration-s.
+//
+// The last line is machine-readable:
+//   agents=N nodes_per_agent=N interval_s=X server_cpu_pct=X sync_p99_ms=X
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "common/http_client.h"
+#include "common/json.h"
+#include "model/protocol.h"
+
+#ifndef CUBEPLANE_SERVER_BINARY
+#define CUBEPLANE_SERVER_BINARY "cubeplane"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kGpusPerNode = 8;
+constexpr const char* kGpuType = "nvidia-a100-80gb";
+// A real agent re-reads its inventory this often (AgentConfig::inventory_refresh_ms):
+// the GPU memory and utilization figures change between two reads.
+constexpr double kInventoryRefreshS = 10;
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "ERROR %s\n", what.c_str());
+  std::exit(1);
+}
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double percentile(std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(p * static_cast<double>(sorted.size())))];
+}
+
+// ------------------------------------------------------------ the server
+
+// The server process: started with its output on a pipe (the URL and the
+// admin token are read from it, the rest is drained so that it never blocks),
+// stopped with SIGTERM as an operator would.
+class ServerProcess {
+ public:
+  static ServerProcess* current;
+
+  ServerProcess(const std::string& binary, const fs::path& data_dir, const std::string& store) {
+    int out[2];
+    if (::pipe(out) != 0) die("pipe: " + std::string(std::strerror(errno)));
+    std::vector<std::string> args{binary, "server", "--data-dir", data_dir.string(), "--listen", "127.0.0.1:0",
+                                  "--log-level", "warn"};
+    if (!store.empty()) {
+      args.push_back("--store");
+      args.push_back(store);
+    }
+    pid_ = ::fork();
+    if (pid_ < 0) die("fork: " + std::string(std::strerror(errno)));
+    if (pid_ == 0) {
+      // The server must not outlive a benchmark that crashed or was killed.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::close(out[1]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      std::fprintf(stderr, "ERROR cannot run %s: %s\n", argv[0], std::strerror(errno));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    out_ = out[0];
+    current = this;
+    std::atexit([] {
+      if (current) current->stop();
+    });
+    read_banner();
+    drain_ = std::thread([fd = out_] {
+      char buf[4096];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    });
+  }
+
+  ~ServerProcess() {
+    stop();
+    current = nullptr;
+  }
+
+  void stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      const auto deadline = Clock::now() + std::chrono::seconds(60);
+      int status = 0;
+      while (::waitpid(pid_, &status, WNOHANG) == 0) {
+        if (Clock::now() > deadline) {
+          ::kill(pid_, SIGKILL);
+          ::waitpid(pid_, &status, 0);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      pid_ = -1;
+    }
+    if (drain_.joinable()) drain_.join();
+    if (out_ >= 0) ::close(out_);
+    out_ = -1;
+  }
+
+  pid_t pid() const { return pid_; }
+  const std::string& url() const { return url_; }
+  const std::string& admin_token() const { return admin_token_; }
+
+  // utime + stime of the process (all its threads), in seconds.
+  double cpu_seconds() const {
+    std::ifstream f("/proc/" + std::to_string(pid_) + "/stat");
+    std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    auto close = s.rfind(')');
+    if (close == std::string::npos) die("cannot read /proc/" + std::to_string(pid_) + "/stat");
+    std::istringstream in(s.substr(close + 2));
+    std::vector<std::string> fields;
+    for (std::string x; in >> x;) fields.push_back(x);
+    // Field 3 (state) is fields[0]; utime and stime are fields 14 and 15.
+    if (fields.size() < 13) die("short /proc/<pid>/stat");
+    const double ticks = static_cast<double>(std::stoll(fields[11]) + std::stoll(fields[12]));
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  }
+
+  long rss_kib() const {
+    std::ifstream f("/proc/" + std::to_string(pid_) + "/status");
+    for (std::string line; std::getline(f, line);) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return 0;
+  }
+
+ private:
+  // "  UI and API:  http://127.0.0.1:PORT/" and, at a first start,
+  // "  admin token: cp_...   (shown once; ...)"; the banner ends with "Press Ctrl-C".
+  void read_banner() {
+    std::string text;
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (text.find("Press Ctrl-C") == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) die("the server did not start within 60 s; its output so far:\n" + text);
+      pollfd p{out_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char buf[4096];
+      const auto n = ::read(out_, buf, sizeof buf);
+      if (n <= 0) die("the server exited at start; its output:\n" + text);
+      text.append(buf, static_cast<std::size_t>(n));
+    }
+    auto value_after = [&](std::string_view key) -> std::string {
+      auto at = text.find(key);
+      if (at == std::string::npos) return "";
+      at += key.size();
+      while (at < text.size() && text[at] == ' ') ++at;
+      auto end = text.find_first_of(" \n", at);
+      return text.substr(at, end - at);
+    };
+    url_ = value_after("UI and API:");
+    if (!url_.empty() && url_.back() == '/') url_.pop_back();
+    admin_token_ = value_after("admin token:");
+    if (url_.empty()) die("no URL in the server's banner:\n" + text);
+    if (admin_token_.rfind("cp_", 0) != 0) {
+      die("the server printed no admin token (it does so only on a fresh store; use a new database)");
+    }
+  }
+
+  pid_t pid_ = -1;
+  int out_ = -1;
+  std::thread drain_;
+  std::string url_;
+  std::string admin_token_;
+};
+ServerProcess* ServerProcess::current = nullptr;
+
+// ------------------------------------------------------------ the agents
+
+struct SimAgent {
+  std::string cluster_id;
+  std::string instance;
+  std::string credential;
+  std::int64_t seq = 0;
+  std::vector<cp::NodeReport> nodes;
+  std::string nodes_json;  // serialized at most once per inventory refresh, as a real agent reads it
+  Clock::time_point nodes_at{};
+  std::mt19937 rng;
+};
+
+cp::NodeReport make_node(int agent, int i) {
+  cp::NodeReport n;
+  char name[32];
+  std::snprintf(name, sizeof name, "gpu-node-%03d", i);
+  n.name = name;
+  n.labels = {{"gpu-type", kGpuType},
+              {"gpu-node-group", "ib-" + std::to_string(i / 16)},
+              {"zone", "zone-" + std::string(1, static_cast<char>('a' + agent % 3))},
+              {"rack", "r" + std::to_string(i / 8)},
+              {"node-pool", "training"}};
+  n.capacity = cp::Resources::parse_or_die("cpu:128,memory:1024Gi,gpu/" + std::string(kGpuType) + ":8");
+  n.allocatable = cp::Resources::parse_or_die("cpu:126,memory:1000Gi,gpu/" + std::string(kGpuType) + ":8");
+  n.facts.os = "Ubuntu 22.04.4 LTS";
+  n.facts.kernel = "5.15.0-105-generic";
+  n.facts.runtime = "containerd 1.7.13";
+  n.facts.driver = "550.54.15";
+  n.facts.cuda = "12.4";
+  n.facts.mounts = {"/", "/data", "/scratch"};
+  for (int g = 0; g < kGpusPerNode; ++g) {
+    cp::GpuDevice d;
+    d.index = g;
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "GPU-%08x-%04x-%04x-0000-%012x", agent, i, g, agent * 1000 + i);
+    d.uuid = uuid;
+    d.model = kGpuType;
+    d.memory_total = 80LL << 30;
+    n.gpus.push_back(d);
+  }
+  return n;
+}
+
+// A fresh read of the inventory: live GPU figures move, the rest stays.
+void refresh_inventory(SimAgent& a) {
+  std::uniform_int_distribution<int> util(0, 100);
+  for (auto& n : a.nodes) {
+    for (auto& g : n.gpus) {
+      g.utilization = util(a.rng);
+      g.memory_used = g.memory_total / 100 * g.utilization;
+    }
+  }
+  a.nodes_json = cp::dump(cp::to_json(a.nodes));
+  a.nodes_at = Clock::now();
+}
+
+// The body of a SyncRequest (model/protocol.h), put together around the
+// cached nodes; no attempts (an idle fleet), a healthy engine, no long-poll.
+std::string sync_body(SimAgent& a) {
+  std::string body;
+  body.reserve(a.nodes_json.size() + 256);
+  body += R"({"cluster_id":")" + a.cluster_id + R"(","agent_instance":")" + a.instance +
+          R"(","seq":)" + std::to_string(++a.seq) + R"(,"sent_at":)" + std::to_string(wall_ms()) + R"(,"nodes":)";
+  body += a.nodes_json;
+  body += R"(,"attempts":[],"engine":{"ok":true,"message":""},"wait_ms":0})";
+  return body;
+}
+
+struct Stats {
+  std::vector<double> latencies_ms;  // syncs started inside the window
+  std::map<long, std::int64_t> by_status;  // 0: no answer (transport error)
+  std::int64_t late = 0;  // started more than a second after they were due
+  std::string first_error;
+};
+
+struct Options {
+  int agents = 1000;
+  int nodes = 100;
+  double interval_s = 5;
+  double duration_s = 60;
+  int workers = 32;
+  std::string store;
+  std::string server_binary = CUBEPLANE_SERVER_BINARY;
+  std::uint32_t seed = 1;
+  bool keep_data = false;
+};
+
+cp::HttpRequestOptions bearer(const std::string& token) {
+  cp::HttpRequestOptions o;
+  o.headers["Authorization"] = "Bearer " + token;
+  o.timeout_ms = 120000;
+  return o;
+}
+
+// POST, expecting `status`; the answer's JSON.
+cp::Result<cp::json::value> post(cp::HttpClient& http, const std::string& url, const std::string& body, long status,
+                                 const cp::HttpRequestOptions& opts) {
+  CP_ASSIGN(auto r, http.request("POST", url, body, "application/json", opts));
+  if (r.status != status) {
+    return cp::errors::unavailable("POST " + url + ": " + std::to_string(r.status) + " " + r.body.substr(0, 300),
+                                   "POST " + url + "：" + std::to_string(r.status) + " " + r.body.substr(0, 300));
+  }
+  return cp::parse_json(r.body);
+}
+
+// What an operator and the agent do once: register the cluster, make a
+// bootstrap token, exchange it for a credential.
+cp::Status enroll(cp::HttpClient& http, const std::string& base, const std::string& admin_token, SimAgent& a) {
+  const auto admin = bearer(admin_token);
+  cp::json::object cluster{{"id", a.cluster_id},
+                           {"display_name", "bench " + a.cluster_id},
+                           {"executor", "local"},
+                           {"storage_pool", "pool-" + a.cluster_id},
+                           {"labels", cp::json::object{}}};
+  CP_ASSIGN(auto created, post(http, base + "/api/v1/clusters", cp::dump(cluster), 201, admin));
+  (void)created;
+  CP_ASSIGN(auto boot,
+            post(http, base + "/api/v1/clusters/" + a.cluster_id + "/bootstrap-tokens", "{}", 201, admin));
+  cp::RegisterRequest reg{a.cluster_id, std::string(boot.at("token").as_string()), a.instance, "bench"};
+  cp::HttpRequestOptions none;
+  none.timeout_ms = 120000;
+  CP_ASSIGN(auto answer, post(http, base + "/api/v1/agent/register", cp::dump(cp::to_json(reg)), 200, none));
+  a.credential = std::string(answer.at("credential").as_string());
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Cubeplane agent sync load: N agents x M nodes syncing against one real `cubeplane server`"};
+  Options o;
+  bool quick = false;
+  app.add_option("--agents", o.agents, "Simulated agents (one cluster each)")->check(CLI::Range(1, 100000));
+  app.add_option("--nodes-per-agent", o.nodes, "Nodes each agent reports (8 GPUs each)")->check(CLI::Range(1, 10000));
+  app.add_option("--interval-s", o.interval_s, "Seconds between two syncs of one agent")->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--duration-s", o.duration_s, "Seconds measured, after the warm-up")->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--workers", o.workers, "Client threads, each with one keep-alive connection")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--store", o.store, "The server's store URL (default: SQLite in its fresh data directory; "
+                                     "a postgresql:// database must be empty)");
+  app.add_option("--server-binary", o.server_binary, "The cubeplane binary to run as the server");
+  app.add_option("--seed", o.seed, "Seed of the sync jitter and the GPU figures");
+  app.add_flag("--keep-data", o.keep_data, "Keep the server's data directory (its database) for a look afterwards");
+  app.add_flag("--quick", quick, "A small run for CI: 20 agents, 10 nodes, 1 s interval, 3 s measured");
+  CLI11_PARSE(app, argc, argv);
+  if (quick) {
+    o.agents = 20;
+    o.nodes = 10;
+    o.interval_s = 1;
+    o.duration_s = 3;
+    o.workers = 4;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+
+  const fs::path dir = fs::temp_directory_path() / ("cubeplane-bench-agents-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  // Removed on every way out, a failed start included (after the server
+  // stopped: atexit handlers run in reverse order of registration).
+  static fs::path cleanup_dir;
+  if (!o.keep_data) cleanup_dir = dir;
+  std::atexit([] {
+    std::error_code ec;
+    if (!cleanup_dir.empty()) fs::remove_all(cleanup_dir, ec);
+  });
+  double load_before[3] = {0, 0, 0};
+  ::getloadavg(load_before, 3);
+
+  ServerProcess server(o.server_binary, dir, o.store);
+  std::printf("server pid=%d url=%s store=%s\n", static_cast<int>(server.pid()), server.url().c_str(),
+              o.store.empty() ? "sqlite (fresh)" : o.store.c_str());
+  std::fflush(stdout);
+
+  // The agents, their nodes and the first inventory read.
+  std::vector<SimAgent> agents(static_cast<std::size_t>(o.agents));
+  const std::string run_tag = std::to_string(::getpid() % 100000);
+  for (int i = 0; i < o.agents; ++i) {
+    auto& a = agents[static_cast<std::size_t>(i)];
+    a.cluster_id = "ab" + run_tag + "-" + std::to_string(i);
+    a.instance = "bench-" + std::to_string(i);
+    a.rng.seed(o.seed * 7919u + static_cast<std::uint32_t>(i));
+    for (int n = 0; n < o.nodes; ++n) a.nodes.push_back(make_node(i, n));
+    refresh_inventory(a);
+  }
+
+  // Enrollment, spread over the workers (not measured).
+  const auto t_enroll = Clock::now();
+  {
+    std::atomic<int> next{0};
+    std::atomic<bool> failed{false};
+    std::string failure;
+    std::mutex mu;
+    std::vector<std::thread> ts;
+    for (int w = 0; w < std::min(o.workers, o.agents); ++w) {
+      ts.emplace_back([&] {
+        cp::HttpClient http;
+        for (int i; !failed && (i = next.fetch_add(1)) < o.agents;) {
+          auto st = enroll(http, server.url(), server.admin_token(), agents[static_cast<std::size_t>(i)]);
+          if (!st.ok()) {
+            std::lock_guard lock(mu);
+            failed = true;
+            failure = st.error().to_string();
+          }
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    if (failed) die("enrolling the agents: " + failure);
+  }
+  std::printf("enrolled %d agents in %.1f s\n", o.agents,
+              std::chrono::duration<double>(Clock::now() - t_enroll).count());
+  std::fflush(stdout);
+
+  // The schedule: agent i first syncs at a random point of the first
+  // interval, then every interval from there (fixed rate: a late sync does
+  // not push the next ones back, so a server that falls behind shows).
+  using Due = std::pair<Clock::time_point, int>;
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> schedule;
+  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.interval_s));
+  const auto t0 = Clock::now();
+  {
+    std::mt19937 rng(o.seed);
+    std::uniform_real_distribution<double> phase(0, 1);
+    for (int i = 0; i < o.agents; ++i) {
+      schedule.emplace(t0 + std::chrono::duration_cast<Clock::duration>(interval * phase(rng)), i);
+    }
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<bool> stop{false};
+  std::atomic<int> first_synced{0};
+  std::vector<char> has_synced(static_cast<std::size_t>(o.agents), 0);
+  // The window, set once every agent has synced once; until then nothing counts.
+  std::atomic<std::int64_t> window_start_ns{std::numeric_limits<std::int64_t>::max()};
+  std::atomic<std::int64_t> window_end_ns{std::numeric_limits<std::int64_t>::max()};
+  std::vector<Stats> stats(static_cast<std::size_t>(o.workers));
+  std::vector<std::thread> workers;
+  for (int w = 0; w < o.workers; ++w) {
+    workers.emplace_back([&, w] {
+      cp::HttpClient http;
+      auto& st = stats[static_cast<std::size_t>(w)];
+      const std::string url = server.url() + "/api/v1/agent/sync";
+      std::unique_lock lock(mu);
+      while (!stop) {
+        if (schedule.empty()) {
+          cv.wait(lock);
+          continue;
+        }
+        const auto [due, i] = schedule.top();
+        if (Clock::now() < due) {
+          cv.wait_until(lock, due);
+          continue;
+        }
+        schedule.pop();
+        lock.unlock();
+        auto& a = agents[static_cast<std::size_t>(i)];
+        if (std::chrono::duration<double>(Clock::now() - a.nodes_at).count() >= kInventoryRefreshS) {
+          refresh_inventory(a);
+        }
+        const std::string body = sync_body(a);
+        const auto start = Clock::now();
+        auto opts = bearer(a.credential);
+        auto r = http.request("POST", url, body, "application/json", opts);
+        const auto end = Clock::now();
+        const std::int64_t start_ns = start.time_since_epoch().count();
+        const bool in_window = start_ns >= window_start_ns && start_ns < window_end_ns;
+        const long status = r.ok() ? r->status : 0;
+        if (status == 200 && !has_synced[static_cast<std::size_t>(i)]) {
+          has_synced[static_cast<std::size_t>(i)] = 1;  // one worker holds agent i at a time
+          first_synced++;
+        }
+        if (status != 200 && st.first_error.empty()) {
+          st.first_error = r.ok() ? std::to_string(status) + " " + r->body.substr(0, 300) : r.error().to_string();
+        }
+        if (in_window) {
+          st.by_status[status]++;
+          st.latencies_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+          if (start - due > std::chrono::seconds(1)) st.late++;
+        }
+        lock.lock();
+        schedule.emplace(due + interval, i);
+        cv.notify_one();
+      }
+    });
+  }
+
+  // Warm-up: every agent registered (above) and synced once, and at least one
+  // interval gone so that the server's background passes run at fleet size.
+  const auto warm_deadline = Clock::now() + std::chrono::seconds(600) + interval * 3;
+  while (first_synced < o.agents || Clock::now() < t0 + interval) {
+    if (Clock::now() > warm_deadline) die("not every agent got a first sync through within the warm-up");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double warmup_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  rusage self_before{};
+  ::getrusage(RUSAGE_SELF, &self_before);
+  const double cpu_before = server.cpu_seconds();
+  const auto w0 = Clock::now();
+  window_start_ns = w0.time_since_epoch().count();
+  std::this_thread::sleep_until(w0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s)));
+  const auto w1 = Clock::now();
+  window_end_ns = w1.time_since_epoch().count();
+  const double cpu_after = server.cpu_seconds();
+  rusage self_after{};
+  ::getrusage(RUSAGE_SELF, &self_after);
+  const long rss = server.rss_kib();
+  double load_after[3] = {0, 0, 0};
+  ::getloadavg(load_after, 3);
+  {
+    std::lock_guard lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  for (auto& t : workers) t.join();  // each finishes the sync it has in flight
+  server.stop();
+  if (o.keep_data) std::printf("data directory kept: %s\n", dir.string().c_str());
+
+  const double window_s = std::chrono::duration<double>(w1 - w0).count();
+  const double server_pct = 100.0 * (cpu_after - cpu_before) / window_s;
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  const double self_pct = 100.0 *
+                          (secs(self_after.ru_utime) + secs(self_after.ru_stime) - secs(self_before.ru_utime) -
+                           secs(self_before.ru_stime)) /
+                          window_s;
+  std::vector<double> lat;
+  std::map<long, std::int64_t> by_status;
+  std::int64_t late = 0;
+  std::string first_error;
+  for (auto& s : stats) {
+    lat.insert(lat.end(), s.latencies_ms.begin(), s.latencies_ms.end());
+    for (auto [k, v] : s.by_status) by_status[k] += v;
+    late += s.late;
+    if (first_error.empty()) first_error = s.first_error;
+  }
+  std::sort(lat.begin(), lat.end());
+  const double target_rate = o.agents / o.interval_s;
+  const std::int64_t syncs = static_cast<std::int64_t>(lat.size());
+  const std::int64_t ok = by_status[200];
+  std::printf("load generator: %d workers, %.1f%% of one core; warm-up %.1f s; window %.1f s\n", o.workers, self_pct,
+              warmup_s, window_s);
+  std::printf("machine: %u cores, load average %.2f before, %.2f after (1 min)\n", std::thread::hardware_concurrency(),
+              load_before[0], load_after[0]);
+  const double per_sync_ms = lat.empty() ? 0.0 : 1000.0 * (cpu_after - cpu_before) / static_cast<double>(lat.size());
+  std::printf("server: cpu %.1f%% of one core (%.2f s in %.1f s; %.2f ms a sync, so %.1f%% at the target rate), "
+              "rss %ld MiB\n",
+              server_pct, cpu_after - cpu_before, window_s, per_sync_ms, per_sync_ms * target_rate / 10.0, rss / 1024);
+  std::printf("sync rate: %.1f/s achieved, %.1f/s target; %lld started over 1 s late; body %zu bytes\n",
+              static_cast<double>(syncs) / window_s, target_rate, static_cast<long long>(late),
+              agents.empty() ? std::size_t{0} : sync_body(agents[0]).size());
+  std::printf("sync latency: p50=%.2f ms p99=%.2f ms max=%.2f ms\n", percentile(lat, 0.5), percentile(lat, 0.99),
+              lat.empty() ? 0.0 : lat.back());
+  std::printf("by status:");
+  for (auto [k, v] : by_status) std::printf(" %ld=%lld", k, static_cast<long long>(v));
+  std::printf("\nsyncs=%lld ok=%lld errors=%lld\n", static_cast<long long>(syncs), static_cast<long long>(ok),
+              static_cast<long long>(syncs - ok));
+  if (syncs == 0 || ok != syncs) {
+    std::printf("ERROR %s\n", syncs == 0 ? "no sync in the window" : ("not every sync got 200; first: " + first_error).c_str());
+    return 1;
+  }
+  std::printf("agents=%d nodes_per_agent=%d interval_s=%g server_cpu_pct=%.1f sync_p99_ms=%.2f\n", o.agents, o.nodes,
+              o.interval_s, server_pct, percentile(lat, 0.99));
+  return 0;
+}
