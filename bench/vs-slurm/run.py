@@ -187,8 +187,10 @@ def run_slurm(tasks, clients):
             time.sleep(POLL_S)
         elapsed = time.monotonic() - t0
         # Every job must really have completed, not failed or been cancelled.
-        r = subprocess.run(["scontrol", "-o", "show", "job", wanted], env=env, capture_output=True, text=True)
-        done = len(re.findall(r"JobState=COMPLETED", r.stdout))
+        r = subprocess.run(["scontrol", "-o", "show", "job"], env=env, capture_output=True, text=True)
+        mine = set(ids)
+        done = sum(1 for line in r.stdout.splitlines()
+                   if (m := re.match(r"JobId=(\d+)", line)) and m.group(1) in mine and " JobState=COMPLETED " in line)
         if done != tasks:
             raise SystemExit(f"slurm: {done} of {tasks} jobs COMPLETED")
         return tasks / elapsed, submitted, elapsed
