@@ -100,19 +100,9 @@ std::int64_t ms_since(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count();
 }
 
-// The REST API through cp::HttpClient, one fresh connection per call.
-struct Api {
-  std::string url;
-  std::string token;
-
-  cp::Result<cp::HttpResponse> call(const std::string& method, const std::string& path,
-                                    const std::string& body = "") const {
-    cp::HttpClient client;
-    cp::HttpRequestOptions o;
-    if (!token.empty()) o.headers["Authorization"] = "Bearer " + token;
-    o.timeout_ms = 30000;
-    return client.request(method, url + path, body, "application/json", o);
-  }
+// The REST API, with GETs retried while the server restarts.
+struct RetryingApi : Api {
+  RetryingApi(std::string u, std::string t) : Api{std::move(u), std::move(t), 30000} {}
 
   // GET that answers 200 with JSON, retried until `deadline` (the server may be restarting).
   json::value get(const std::string& path, SteadyClock::time_point deadline, std::string* why = nullptr) const {
@@ -135,7 +125,7 @@ struct Api {
 };
 
 // Every task, all pages; null when the server did not answer.
-json::value all_tasks(const Api& api, SteadyClock::time_point deadline, std::string* why) {
+json::value all_tasks(const RetryingApi& api, SteadyClock::time_point deadline, std::string* why) {
   json::array items;
   std::string cursor;
   do {
@@ -236,7 +226,7 @@ void run_crash_load(const std::string& backend, const std::string& store_url) {
   ServerProcess server(dir, store_url, port);
   ASSERT_TRUE(server.start(SteadyClock::now() + 60s)) << server.log();
   ASSERT_FALSE(server.admin_token().empty()) << server.log();
-  const Api api{server.url(), server.admin_token()};
+  const RetryingApi api(server.url(), server.admin_token());
 
   // The agents, each with a one-time bootstrap token; they live through every kill.
   std::vector<std::unique_ptr<Process>> agents;

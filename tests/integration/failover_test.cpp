@@ -96,29 +96,6 @@ metadata: {name: proj-y}
 spec: {default_resource_group: rg}
 )";
 
-// The REST API, one fresh connection per call.
-struct Api {
-  std::string url;
-  std::string token;
-
-  cp::Result<cp::HttpResponse> call(const std::string& method, const std::string& path,
-                                    const std::string& body = "") const {
-    cp::HttpClient client;
-    cp::HttpRequestOptions o;
-    if (!token.empty()) o.headers["Authorization"] = "Bearer " + token;
-    o.timeout_ms = 10000;
-    return client.request(method, url + path, body, "application/json", o);
-  }
-  // 2xx with a JSON body, else null.
-  json::value get(const std::string& path) const {
-    auto r = call("GET", path);
-    if (!r.ok() || r->status / 100 != 2) return nullptr;
-    boost::system::error_code ec;
-    auto v = json::parse(r->body, ec);
-    return ec ? json::value(nullptr) : v;
-  }
-};
-
 // A client verb of the binary against the server, its stdout (empty on failure).
 std::string cli(const std::string& url, const std::string& token, const std::vector<std::string>& args,
                 const std::string& dir) {

@@ -230,4 +230,21 @@ boost::json::value Platform::cli_json(const std::vector<std::string>& args, cons
   return v;
 }
 
+cp::Result<cp::HttpResponse> Api::call(const std::string& method, const std::string& path,
+                                       const std::string& body) const {
+  cp::HttpClient client;
+  cp::HttpRequestOptions o;
+  if (!token.empty()) o.headers["Authorization"] = "Bearer " + token;
+  o.timeout_ms = timeout_ms;
+  return client.request(method, url + path, body, "application/json", o);
+}
+
+boost::json::value Api::get(const std::string& path) const {
+  auto r = call("GET", path);
+  if (!r.ok() || r->status / 100 != 2) return nullptr;
+  boost::system::error_code ec;
+  auto v = boost::json::parse(r->body, ec);
+  return ec ? boost::json::value(nullptr) : v;
+}
+
 }  // namespace cpit

@@ -13,6 +13,8 @@
 
 #include <boost/json.hpp>
 
+#include "common/http_client.h"
+
 namespace cpit {
 
 struct CommandResult {
@@ -86,6 +88,18 @@ class Platform {
   std::string data_dir_;
   Process process_;
   std::string url_;
+};
+
+// The REST API of a running server, one fresh connection per call.
+struct Api {
+  std::string url;
+  std::string token;
+  long timeout_ms = 10000;
+
+  cp::Result<cp::HttpResponse> call(const std::string& method, const std::string& path,
+                                    const std::string& body = "") const;
+  // 2xx with a JSON body, else null.
+  boost::json::value get(const std::string& path) const;
 };
 
 }  // namespace cpit
