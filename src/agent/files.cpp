@@ -12,7 +12,7 @@
 
 namespace cp::agent_files {
 
-Status write_atomic(const std::string& path, std::string_view data, mode_t mode) {
+Status write_atomic(const std::string& path, std::string_view data, mode_t mode, Durability durable) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return errors::internal("cannot write " + tmp + ": " + std::strerror(errno));
@@ -29,7 +29,7 @@ Status write_atomic(const std::string& path, std::string_view data, mode_t mode)
     done += static_cast<std::size_t>(n);
   }
   ::fchmod(fd, mode);  // O_CREAT's mode is filtered by the umask; the credential must stay 0600 whatever it is
-  ::fsync(fd);
+  if (durable == Durability::machine_crash) ::fsync(fd);
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;

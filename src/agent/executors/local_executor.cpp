@@ -114,7 +114,13 @@ void LocalExecutor::load_journals() {
 
 Status LocalExecutor::save(const Live& a) {
   const auto& id = a.rec.order.attempt_id;
-  auto st = agent_files::write_atomic(attempt_dir(id) + "/journal.json", dump(to_json(a.rec)));
+  // Without fsync: the journal describes processes of this machine, and a
+  // crash of the machine takes them along (after it every replica is Lost,
+  // journaled or not), while the agent's own crash keeps the page cache. A
+  // start writes the journal three times; fsyncs made each start several
+  // times slower and the agent starts attempts one after another.
+  auto st = agent_files::write_atomic(attempt_dir(id) + "/journal.json", dump(to_json(a.rec)), 0644,
+                                      agent_files::Durability::process_crash);
   if (!st.ok()) spdlog::error("local executor: journal of {}: {}", id, st.error().message);
   return st;
 }
