@@ -340,7 +340,11 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
                                                       summary.empty() ? "no drift" : summary, std::move(data))));
         (void)eid;
       }
-      CP_TRY(tx.upsert_node(n));
+      // A node that says nothing new is not written again: most syncs of a
+      // steady fleet change no node, and rewriting every node was a third of
+      // a sync's cost (docs/benchmarks.md, "Agent sync load"). Its
+      // updated_at then tells when it last changed.
+      if (before_it == known_nodes.end() || !internal::same_report(before_it->second, n)) CP_TRY(tx.upsert_node(n));
       known_nodes.erase(n.name);
     }
     // What is left was not reported: gone.

@@ -1,5 +1,6 @@
 #include "server/internal.h"
 
+#include <cstdlib>
 #include <set>
 
 namespace cp::internal {
@@ -239,6 +240,16 @@ Error forbidden_for(const Principal& p, const std::string& what_en, const std::s
   Error e = errors::forbidden("user \"" + p.user + "\" may not " + what_en, "用户 \"" + p.user + "\" 无权" + what_zh);
   e.details["user"] = p.user;
   return e;
+}
+
+bool same_report(const Node& stored, const Node& reported) {
+  if (std::llabs(stored.facts.clock_offset_ms - reported.facts.clock_offset_ms) > kClockSlackMs) return false;
+  HostFacts a = stored.facts, b = reported.facts;
+  a.clock_offset_ms = b.clock_offset_ms = 0;
+  return stored.labels == reported.labels && stored.capacity == reported.capacity &&
+         stored.allocatable == reported.allocatable && stored.ready == reported.ready &&
+         stored.not_ready_reason == reported.not_ready_reason && to_json(a) == to_json(b) &&
+         to_json(stored.gpus) == to_json(reported.gpus) && to_json(stored.drift) == to_json(reported.drift);
 }
 
 }  // namespace cp::internal

@@ -81,6 +81,15 @@ Result<std::optional<Error>> approval_refusal(Tx& tx, const ProjectGroup& pg, co
 // runs_out_at (at that pace, when it runs out within the month).
 json::object budget_status(const Budget& budget, const MonthUse& use, Millis now);
 
+// Whether a node as an agent reports it now (`reported`) says nothing the
+// stored one does not: the same labels, resources, readiness, facts, GPUs
+// and drift, and a clock offset within kClockSlackMs of the stored one (it
+// moves with the network's jitter at every sync; crossing the preflight
+// limit changes the drift, which is compared). What admins set on a node
+// (overrides, maintenance) is not the agent's and is not compared.
+inline constexpr Millis kClockSlackMs = 250;
+bool same_report(const Node& stored, const Node& reported);
+
 Error unknown_reference(const std::string& field, const std::string& kind, const std::string& name);
 Error forbidden_for(const Principal& p, const std::string& what_en, const std::string& what_zh);
 

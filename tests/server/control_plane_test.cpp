@@ -439,6 +439,46 @@ TEST_F(ControlPlaneTest, PreflightDriftIsStoredOnTheNodeAndEachChangeIsOneEvent)
   EXPECT_EQ(drift_events(), 2u);
 }
 
+TEST_F(ControlPlaneTest, ANodeThatReportsNothingNewIsNotWrittenAgain) {
+  auto [agent, cred] = connect("c1");
+  SyncRequest req;
+  req.cluster_id = "c1";
+  req.agent_instance = "instance-1";
+  req.nodes = {gpu_node("n1", 8)};
+  req.sent_at = clock_.now_ms();
+  ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
+  const Millis first = cp_->get_node(admin_, "c1", "n1")->updated_at;
+  auto resync = [&](std::int64_t seq) {
+    clock_.advance_ms(5000);
+    req.seq = seq;
+    req.sent_at = clock_.now_ms() + 40;  // the network's jitter: well inside the slack
+    EXPECT_TRUE(cp_->agent_sync(agent, req).ok());
+    return cp_->get_node(admin_, "c1", "n1").value();
+  };
+  // The same node again: not rewritten, while the cluster's contact moves on.
+  EXPECT_EQ(resync(2).updated_at, first);
+  EXPECT_EQ(cp_->get_cluster(admin_, "c1")->last_contact, clock_.now_ms());
+  // A GPU's figures change: written, with them.
+  req.nodes[0].gpus[0].utilization = 77;
+  auto n = resync(3);
+  EXPECT_EQ(n.updated_at, clock_.now_ms());
+  EXPECT_EQ(n.gpus[0].utilization, 77);
+  // The clock moves by more than the slack: written, with the new offset.
+  const Millis written = n.updated_at;
+  clock_.advance_ms(5000);
+  req.seq = 4;
+  req.sent_at = clock_.now_ms() + 600;
+  ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
+  n = cp_->get_node(admin_, "c1", "n1").value();
+  EXPECT_GT(n.updated_at, written);
+  EXPECT_EQ(n.facts.clock_offset_ms, 600);
+  // An admin's maintenance flag is the admin's: a sync that rewrites the node keeps it.
+  ASSERT_TRUE(cp_->patch_node(admin_, "c1", "n1", json::parse(R"({"maintenance": true})")).ok());
+  req.nodes[0].gpus[0].utilization = 5;
+  resync(5);
+  EXPECT_TRUE(cp_->get_node(admin_, "c1", "n1")->maintenance);
+}
+
 TEST(Retention, ExpiredTmpObjectsGoInBoundedPassesAndNothingElseDoes) {
   auto dir = std::filesystem::temp_directory_path() / ("cp-retention-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
