@@ -253,14 +253,10 @@ struct KubeAgentOptions {
   std::string checkpoint_pvc;
   bool given() const { return !kubeconfig.empty() || !kube_namespace.empty() || !image.empty() || !checkpoint_pvc.empty(); }
 };
-KubeAgentOptions& kube_agent_options() {
-  static KubeAgentOptions o;
-  return o;
-}
 
 int run_agent(const cp::cli::ClientContext& ctx, const std::string& cluster_id, const std::string& executor,
               const std::string& data_dir, const std::vector<std::string>& gpus, const std::string& log_level,
-              const cp::SlurmExecutorConfig& slurm_opts) {
+              const cp::SlurmExecutorConfig& slurm_opts, const KubeAgentOptions& kube_opts) {
   install_stop_handlers();
   cp::setup_logging(log_level);
   std::string server = ctx.server;
@@ -307,7 +303,7 @@ int run_agent(const cp::cli::ClientContext& ctx, const std::string& cluster_id, 
                 << "错误：--declare-gpus 仅用于 local 执行器；Kubernetes 自行报告节点的 GPU\n";
       return 2;
     }
-    const auto& ko = kube_agent_options();
+    const auto& ko = kube_opts;
     cp::KubernetesExecutorConfig kc;
     kc.data_dir = agent_data_dir;
     kc.default_image = ko.image;
@@ -319,7 +315,7 @@ int run_agent(const cp::cli::ClientContext& ctx, const std::string& cluster_id, 
                                                         : "default";
     return run(std::make_unique<cp::KubernetesExecutor>(kc, std::move(kube).value()));
   }
-  if (kube_agent_options().given()) {
+  if (kube_opts.given()) {
     std::cerr << "error: --kubeconfig, --namespace, --image and --checkpoint-pvc need --executor kubernetes\n"
               << "错误：--kubeconfig、--namespace、--image 和 --checkpoint-pvc 需要与 --executor kubernetes 一起使用\n";
     return 2;
@@ -381,19 +377,20 @@ void add_platform_commands(CLI::App& app, cp::cli::ClientContext& ctx) {
 
   static std::string cluster_id, executor = "local", agent_dir, log_level = "info";
   static cp::SlurmExecutorConfig slurm_opts;
+  static KubeAgentOptions kube_opts;
   static std::vector<std::string> gpus;
   auto* agent = app.add_subcommand("agent", "run the agent of one cluster (uses --server and --token)");
   agent->add_option("--cluster-id", cluster_id, "the CLUSTER_ID this agent serves")->required();
   agent->add_option("--executor", executor,
                     "local (processes on this machine), slurm (batch jobs through sbatch) or kubernetes "
                     "(a batch/v1 Job per replica)");
-  agent->add_option("--kubeconfig", kube_agent_options().kubeconfig,
+  agent->add_option("--kubeconfig", kube_opts.kubeconfig,
                     "with --executor kubernetes: kubeconfig file (default: the pod's service account)");
-  agent->add_option("--namespace,--kube-namespace", kube_agent_options().kube_namespace,
+  agent->add_option("--namespace,--kube-namespace", kube_opts.kube_namespace,
                     "with --executor kubernetes: namespace of the Jobs (default: the context's or the pod's)");
-  agent->add_option("--image", kube_agent_options().image,
+  agent->add_option("--image", kube_opts.image,
                     "with --executor kubernetes: image for steps that name none");
-  agent->add_option("--checkpoint-pvc", kube_agent_options().checkpoint_pvc,
+  agent->add_option("--checkpoint-pvc", kube_opts.checkpoint_pvc,
                     "with --executor kubernetes: PersistentVolumeClaim mounted at /cubeplane/checkpoints");
   agent->add_option("--slurm-partition", slurm_opts.partition, "with --executor slurm: submit to and report this partition");
   agent->add_option("--slurm-sbatch-arg", slurm_opts.sbatch_args,
@@ -402,7 +399,7 @@ void add_platform_commands(CLI::App& app, cp::cli::ClientContext& ctx) {
   agent->add_option("--declare-gpus", gpus, "GPUs of this machine without NVML, as TYPE:COUNT");
   agent->add_option("--log-level", log_level, "trace|debug|info|warn|error");
   agent->callback([&ctx] {
-    ctx.action = [&ctx] { return run_agent(ctx, cluster_id, executor, agent_dir, gpus, log_level, slurm_opts); };
+    ctx.action = [&ctx] { return run_agent(ctx, cluster_id, executor, agent_dir, gpus, log_level, slurm_opts, kube_opts); };
   });
 }
 
