@@ -8,6 +8,8 @@
 //   4. memory per queued task (malloc's count around building the queue);
 //   5. --series: (1) at 1k, 5k, 10k, 20k nodes, ns per decision.
 //
+// Before it, `plan_digest=<hex>`: a digest of every plan of the run
+// (plan_digest.h), the same for the same flags unless a plan changed.
 // The last line is for scripts and CI, always in this form:
 //   placements_per_sec=N nodes=N p99_cycle_ms=X preempt_p99_ms=X
 // Targets are judged in docs/benchmarks.md, never asserted here.
@@ -25,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "plan_digest.h"
 #include "synthetic.h"
 
 namespace cp::bench {
@@ -187,7 +190,7 @@ struct SeriesPoint {
   Throughput t;
 };
 
-SeriesPoint series_point(const Options& o, int nodes) {
+SeriesPoint series_point(const Options& o, int nodes, PlanDigest& digest) {
   FleetShape shape = o.shape;
   shape.nodes = nodes;
   std::mt19937_64 rng(o.seed);
@@ -197,6 +200,7 @@ SeriesPoint series_point(const Options& o, int nodes) {
   Throughput best{queue.size(), 0, 0, 0};
   for (int i = 0; i < o.series_repeat; ++i) {
     Timed run = timed_decide(fleet.snapshot, queue, kNow);
+    if (i == 0) digest.add(run.plan);
     best.placements = run.plan.placements.size();
     best.ms = i == 0 ? run.ms : std::min(best.ms, run.ms);
     best.cpu_ms = i == 0 ? run.cpu_ms : std::min(best.cpu_ms, run.cpu_ms);
@@ -221,8 +225,16 @@ int run(const Options& o) {
   std::printf("memory: %.0f bytes per queued task (%zu tasks, %.1f MiB; sizeof(QueuedTask)=%zu)\n", bytes_per_task,
               queue.size(), queue_bytes / (1 << 20), sizeof(sched::QueuedTask));
 
+  // Per measurement, and all of them together for the line before the last.
+  PlanDigest all_plans, throughput_plans, cycle_plans, preemption_plans, series_plans;
+  auto digest = [&](PlanDigest& part, const sched::Plan& p) {
+    part.add(p);
+    all_plans.add(p);
+  };
+
   // 1. Placements per second over the full queue; this is also the first cycle of 2.
   Timed first = timed_decide(fleet.snapshot, queue, kNow);
+  digest(throughput_plans, first.plan);
   Throughput full{queue.size(), first.plan.placements.size(), first.ms, first.cpu_ms};
   std::printf("throughput: decide() over %zu tasks: %zu placed, %zu preemptions, %zu pending in %.3f ms "
               "(cpu %.3f ms)\n",
@@ -243,6 +255,7 @@ int run(const Options& o) {
     driver.apply(plan, now);
     now += kCycleInterval;
     Timed t = timed_decide(fleet.snapshot, queue, now);
+    digest(cycle_plans, t.plan);
     cycle_ms.push_back(t.ms);
     cycle_cpu_ms.push_back(t.cpu_ms);
     std::printf("cycle %2d: queue %7zu  placed %6zu  preempted %4zu  running %7zu  %10.3f ms (cpu %.3f)\n", c,
@@ -268,12 +281,17 @@ int run(const Options& o) {
   full_fleet.snapshot.running = full_fleet.occupy(Fill::kFull, kNow, prng);
   full_fleet.make_room_in_quota(full_fleet.snapshot.running, 16);
   std::vector<double> empty_ms;
-  for (int i = 0; i < 10; ++i) empty_ms.push_back(timed_decide(full_fleet.snapshot, {}, kNow).ms);
+  for (int i = 0; i < 10; ++i) {
+    Timed t = timed_decide(full_fleet.snapshot, {}, kNow);
+    if (i == 0) digest(preemption_plans, t.plan);
+    empty_ms.push_back(t.ms);
+  }
   std::vector<double> all_ms, preempting_ms, preempting_cpu_ms;
   std::map<std::string, int> outcomes;
   for (int i = 0; i < o.preemption_scenarios; ++i) {
     std::vector<sched::QueuedTask> one{full_fleet.urgent_preemptor(kNow, prng)};
     Timed t = timed_decide(full_fleet.snapshot, one, kNow);
+    digest(preemption_plans, t.plan);
     all_ms.push_back(t.ms);
     if (!t.plan.preemptions.empty()) {
       preempting_ms.push_back(t.ms);
@@ -308,7 +326,7 @@ int run(const Options& o) {
                 o.shape.clusters, o.shape.groups, o.shape.project_groups, o.series_tasks_per_node, o.series_repeat);
     std::vector<SeriesPoint> points;
     for (int nodes : {1000, 5000, 10000, 20000}) {
-      points.push_back(series_point(o, nodes));
+      points.push_back(series_point(o, nodes, series_plans));
       const auto& p = points.back();
       std::printf("series: nodes %6d  tasks %7zu  placed %6zu  decide %11.3f ms  placements/s %8.0f  "
                   "ns/decision %9.0f (cpu %9.0f)\n",
@@ -340,6 +358,11 @@ int run(const Options& o) {
     std::printf("ERROR: decide() placed no task; the benchmark is broken\n");
     return 1;
   }
+  if (o.series) all_plans.add(series_plans);
+  std::printf("plans: throughput %s, cycles %s, preemption %s%s%s\n", throughput_plans.hex().c_str(),
+              cycle_plans.hex().c_str(), preemption_plans.hex().c_str(), o.series ? ", series " : "",
+              o.series ? series_plans.hex().c_str() : "");
+  std::printf("plan_digest=%s\n", all_plans.hex().c_str());
   std::printf("placements_per_sec=%.0f nodes=%d p99_cycle_ms=%.3f preempt_p99_ms=%.3f\n", full.per_sec(),
               o.shape.nodes, p99_cycle, preempt_p99);
   return 0;
