@@ -76,11 +76,15 @@ NodeView view_of(const Node& node) {
 
 void NodeLoad::add(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group) {
   used.add(per_replica);
-  gpus_taken.insert(gpu_indices.begin(), gpu_indices.end());
+  for (int i : gpu_indices) gpus_taken.insert(i);
   if (per_replica.gpus() > 0 && !project_group.empty()) {
-    auto it = gpu_holders.find(project_group);
-    if (it == gpu_holders.end()) it = gpu_holders.emplace(std::string(project_group), 0).first;
-    ++it->second;
+    auto it = std::find_if(gpu_holders.begin(), gpu_holders.end(),
+                           [&](const auto& h) { return h.first == project_group; });
+    if (it == gpu_holders.end()) {
+      gpu_holders.emplace_back(project_group, 1);
+    } else {
+      ++it->second;
+    }
   }
 }
 
@@ -88,7 +92,9 @@ void NodeLoad::remove(const Resources& per_replica, const std::vector<int>& gpu_
                       std::string_view project_group) {
   used.add(per_replica, -1);
   for (int i : gpu_indices) gpus_taken.erase(i);
-  if (auto it = gpu_holders.find(project_group); it != gpu_holders.end() && --it->second <= 0) gpu_holders.erase(it);
+  auto it = std::find_if(gpu_holders.begin(), gpu_holders.end(),
+                         [&](const auto& h) { return h.first == project_group; });
+  if (it != gpu_holders.end() && --it->second <= 0) gpu_holders.erase(it);
 }
 
 void NodeLoad::hold(const Resources& per_replica, std::int64_t times) {
@@ -142,9 +148,13 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   for (const auto& n : snapshot.nodes) {
     if (clusters_.contains(n.cluster_id)) nodes.push_back(&n);
   }
-  std::stable_sort(nodes.begin(), nodes.end(), [](const Node* a, const Node* b) {
+  auto by_cluster_and_name = [](const Node* a, const Node* b) {
     return std::tie(a->cluster_id, a->name) < std::tie(b->cluster_id, b->name);
-  });
+  };
+  // The store lists nodes in this order already: checking is cheaper than sorting.
+  if (!std::is_sorted(nodes.begin(), nodes.end(), by_cluster_and_name)) {
+    std::stable_sort(nodes.begin(), nodes.end(), by_cluster_and_name);
+  }
   // A node reported twice would be counted twice; keep one.
   nodes.erase(
       std::unique(nodes.begin(), nodes.end(),
@@ -153,7 +163,9 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   nodes_.reserve(nodes.size());
   for (const Node* n : nodes) nodes_.push_back(view_of(*n));
   loads_.resize(nodes_.size());
+  node_at_.reserve(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    node_at_.emplace(std::pair<std::string_view, std::string_view>(nodes_[i].cluster_id(), nodes_[i].name()), i);
     auto [it, added] = node_range_.try_emplace(nodes_[i].cluster_id(), i, i + 1);
     if (!added) it->second.second = i + 1;
     const NodeView& v = nodes_[i];
@@ -163,9 +175,12 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
 
   running_.reserve(snapshot.running.size());
   for (const auto& w : snapshot.running) running_.push_back(&w);
-  std::stable_sort(running_.begin(), running_.end(), [](const RunningWork* a, const RunningWork* b) {
+  auto by_attempt = [](const RunningWork* a, const RunningWork* b) {
     return std::tie(a->attempt_id, a->task_id) < std::tie(b->attempt_id, b->task_id);
-  });
+  };
+  if (!std::is_sorted(running_.begin(), running_.end(), by_attempt)) {
+    std::stable_sort(running_.begin(), running_.end(), by_attempt);
+  }
   stopping_.assign(running_.size(), false);
   claimed_.assign(running_.size(), false);
   running_nodes_.reserve(running_.size());
@@ -209,12 +224,9 @@ std::ranges::iota_view<std::size_t, std::size_t> CycleState::nodes_of(std::strin
 }
 
 std::optional<std::size_t> CycleState::node_index(std::string_view cluster_id, std::string_view name) const {
-  auto it = std::lower_bound(nodes_.begin(), nodes_.end(), std::pair(cluster_id, name),
-                             [](const NodeView& n, const std::pair<std::string_view, std::string_view>& key) {
-                               return std::pair<std::string_view, std::string_view>(n.cluster_id(), n.name()) < key;
-                             });
-  if (it == nodes_.end() || it->cluster_id() != cluster_id || it->name() != name) return std::nullopt;
-  return static_cast<std::size_t>(it - nodes_.begin());
+  auto it = node_at_.find(std::pair(cluster_id, name));
+  if (it == node_at_.end()) return std::nullopt;
+  return it->second;
 }
 
 const std::vector<std::size_t>& CycleState::nodes_offering(std::string_view cluster_id,

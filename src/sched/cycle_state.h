@@ -23,22 +23,28 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sched/admission.h"
+#include "sched/gpu_set.h"
 #include "sched/scheduler.h"
 #include "sched/tally.h"
 
 namespace cp::sched {
 
-// What is in use on one node.
+// What is in use on one node. Copied for every what-if overlay and every
+// replica of a gang, so nothing here is a tree: GPU indices are a bitmask,
+// the holders a short list of views of the snapshot's and queue's strings
+// (both outlive the cycle).
 struct NodeLoad {
   Tally used;                 // everything below, and placed/running work
-  std::set<int> gpus_taken;   // device indices of running and placed work
+  GpuIndexSet gpus_taken;     // device indices of running and placed work
   Tally held;                 // part of `used`: reservations (no indices)
   std::int64_t held_gpus = 0;
-  // Project groups with GPU work here, and how many replicas (soft anti-affinity).
-  std::map<std::string, int, std::less<>> gpu_holders;
+  // Project groups with GPU work here, and how many replicas (soft
+  // anti-affinity); a handful at most, in no particular order.
+  std::vector<std::pair<std::string_view, int>> gpu_holders;
 
   void add(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group);
   void remove(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group);
@@ -204,6 +210,15 @@ class CycleState final : public LoadView {
   std::map<std::string, std::vector<std::string>, std::less<>> quota_holders_;
   std::vector<std::size_t> none_;
   std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> node_range_;
+  // (cluster id, node name) -> index: looked up for every replica of every
+  // running attempt when the state is built, so a hash, not a search over strings.
+  struct NodeKeyHash {
+    std::size_t operator()(const std::pair<std::string_view, std::string_view>& k) const {
+      std::size_t h = std::hash<std::string_view>{}(k.first);
+      return h ^ (std::hash<std::string_view>{}(k.second) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+    }
+  };
+  std::unordered_map<std::pair<std::string_view, std::string_view>, std::size_t, NodeKeyHash> node_at_;
   // "cluster\0type" -> nodes
   std::map<std::string, std::vector<std::size_t>, std::less<>> nodes_by_type_;
 };

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 
 namespace cp::sched {
 namespace {
@@ -146,12 +147,26 @@ void PriorityOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
 
 FairShareOrder::FairShareOrder(const Snapshot& snapshot) {
   for (const auto& g : snapshot.resource_groups) groups_.emplace(g.name, &g);
-  for (const auto& w : snapshot.running) {
-    Usage& u = usage_[w.resource_group];
-    auto replicas = static_cast<std::int64_t>(w.placements.size());
-    u.by_project[w.project_group].add(w.per_replica, replicas);
-    u.by_user[user_key(w.project_group, w.user)].add(w.per_replica, replicas);
+  for (const auto& w : snapshot.running) count(w);
+}
+
+FairShareOrder::FairShareOrder(const Snapshot& snapshot, const std::vector<QueuedTask>& queue) {
+  std::unordered_set<std::string_view> queued;
+  for (const auto& q : queue) queued.insert(q.task.resource_group);
+  if (queued.empty()) return;
+  for (const auto& g : snapshot.resource_groups) {
+    if (queued.contains(g.name)) groups_.emplace(g.name, &g);
   }
+  for (const auto& w : snapshot.running) {
+    if (queued.contains(w.resource_group)) count(w);
+  }
+}
+
+void FairShareOrder::count(const RunningWork& w) {
+  Usage& u = usage_[w.resource_group];
+  auto replicas = static_cast<std::int64_t>(w.placements.size());
+  u.by_project[w.project_group].add(w.per_replica, replicas);
+  u.by_user[user_key(w.project_group, w.user)].add(w.per_replica, replicas);
 }
 
 double FairShareOrder::share(std::string_view group, std::string_view project_group, std::string_view user) const {

@@ -40,6 +40,10 @@ class PriorityOrder final : public QueueOrder {
 class FairShareOrder final : public QueueOrder {
  public:
   explicit FairShareOrder(const Snapshot& snapshot);
+  // Shares only of the resource groups that have tasks in `queue` (the only
+  // ones sort_group() is asked about): one urgent task does not pay for
+  // adding up the running work of every group of the fleet.
+  FairShareOrder(const Snapshot& snapshot, const std::vector<QueuedTask>& queue);
   void sort_group(std::vector<const QueuedTask*>& tasks) const override;
   // The dominant share held now by a project group (or by one of its users,
   // when `user` is given) in a resource group.
@@ -50,6 +54,7 @@ class FairShareOrder final : public QueueOrder {
     std::map<std::string, Tally, std::less<>> by_project;  // project group -> held
     std::map<std::string, Tally, std::less<>> by_user;     // "project\0user" -> held
   };
+  void count(const RunningWork& w);
   std::map<std::string, const ResourceGroup*, std::less<>> groups_;
   std::map<std::string, Usage, std::less<>> usage_;  // by resource group
 };

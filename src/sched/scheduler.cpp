@@ -299,7 +299,7 @@ class Cycle {
 }  // namespace
 
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now) {
-  if (snapshot.config.fair_share) return decide(snapshot, queue, now, FairShareOrder(snapshot));
+  if (snapshot.config.fair_share) return decide(snapshot, queue, now, FairShareOrder(snapshot, queue));
   return decide(snapshot, queue, now, PriorityOrder{});
 }
 

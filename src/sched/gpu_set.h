@@ -1,0 +1,33 @@
+// The device indices of a node's GPUs that work holds, as a bitmask: one
+// 64-bit word covers a whole 8-GPU node, so a node's load is copied (for a
+// what-if overlay, for each replica of a gang) without touching the heap,
+// and "is GPU i free" is a shift and a mask, not a tree walk.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cp::sched {
+
+class GpuIndexSet {
+ public:
+  bool contains(int index) const;
+  void insert(int index);
+  void erase(int index);
+  bool empty() const { return count_ == 0; }
+  std::size_t size() const { return count_; }
+
+ private:
+  // Indices below this go in the bitmask; an agent may report any int, so
+  // the rare ones outside it (negative, huge) are kept in a sorted list
+  // instead of growing the mask without bound.
+  static constexpr int kMaskedIndices = 4096;
+
+  std::uint64_t low_ = 0;             // 0..63: every node seen in practice
+  std::vector<std::uint64_t> high_;   // 64..kMaskedIndices-1, word w = indices 64(w+1)..
+  std::vector<int> others_;           // the rest, ascending
+  std::size_t count_ = 0;
+};
+
+}  // namespace cp::sched

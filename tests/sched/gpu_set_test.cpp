@@ -1,0 +1,75 @@
+#include "sched/gpu_set.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace cp::sched {
+namespace {
+
+TEST(GpuIndexSet, HoldsIndicesOfAnEightGpuNode) {
+  // The common node: indices 0..7 in the first word.
+  GpuIndexSet s;
+  EXPECT_TRUE(s.empty());
+  s.insert(0);
+  s.insert(7);
+  s.insert(7);  // twice is once
+  EXPECT_EQ(s.size(), 2u);
+  EXPECT_TRUE(s.contains(0));
+  EXPECT_TRUE(s.contains(7));
+  EXPECT_FALSE(s.contains(1));
+  s.erase(0);
+  s.erase(3);  // absent: nothing happens
+  EXPECT_EQ(s.size(), 1u);
+  EXPECT_FALSE(s.contains(0));
+}
+
+TEST(GpuIndexSet, NodesWithMoreThanSixtyFourGpus) {
+  // Indices past the first word grow the mask; word boundaries are exact.
+  GpuIndexSet s;
+  for (int i : {63, 64, 127, 128, 300, 4095}) s.insert(i);
+  EXPECT_EQ(s.size(), 6u);
+  for (int i : {63, 64, 127, 128, 300, 4095}) EXPECT_TRUE(s.contains(i)) << i;
+  for (int i : {62, 65, 126, 129, 299, 4094}) EXPECT_FALSE(s.contains(i)) << i;
+  s.erase(64);
+  EXPECT_FALSE(s.contains(64));
+  EXPECT_TRUE(s.contains(63));
+  EXPECT_EQ(s.size(), 5u);
+}
+
+TEST(GpuIndexSet, IndicesOutsideTheMaskAreKeptToo) {
+  // An agent may report any int: negative and huge indices behave like the others.
+  GpuIndexSet s;
+  for (int i : {-1, 4096, 1'000'000, -7}) s.insert(i);
+  EXPECT_EQ(s.size(), 4u);
+  EXPECT_TRUE(s.contains(-1));
+  EXPECT_TRUE(s.contains(1'000'000));
+  EXPECT_FALSE(s.contains(-2));
+  s.erase(-1);
+  EXPECT_FALSE(s.contains(-1));
+  EXPECT_EQ(s.size(), 3u);
+}
+
+TEST(GpuIndexSet, AgreesWithStdSet) {
+  // The set it replaced, as the oracle, over a deterministic mix of operations.
+  GpuIndexSet s;
+  std::set<int> oracle;
+  unsigned x = 12345;
+  for (int step = 0; step < 5000; ++step) {
+    x = x * 1103515245u + 12345u;
+    int index = static_cast<int>((x >> 8) % 300) - 20;  // -20..279
+    if ((x >> 4) % 3 == 0) {
+      s.erase(index);
+      oracle.erase(index);
+    } else {
+      s.insert(index);
+      oracle.insert(index);
+    }
+    ASSERT_EQ(s.size(), oracle.size());
+    ASSERT_EQ(s.contains(index), oracle.contains(index));
+  }
+  for (int i = -25; i < 290; ++i) EXPECT_EQ(s.contains(i), oracle.contains(i)) << i;
+}
+
+}  // namespace
+}  // namespace cp::sched
