@@ -22,22 +22,62 @@ std::optional<std::int64_t> quota_ceiling(const ResourceGroup& group, std::strin
 
 QuotaBook::QuotaBook(const std::vector<ResourceGroup>& groups) {
   for (const auto& g : groups) {
-    if (!groups_.emplace(g.name, &g).second) continue;  // a name twice: the first one counts
-    if (!g.cohort.empty()) cohorts_[g.cohort].push_back(&g);
+    if (by_name_.contains(g.name)) continue;  // a name twice: the first one counts
+    Account& a = account_for(g.name);
+    a.group = &g;
+    for (const auto& [resource, q] : g.quota) {
+      a.limits.push_back({resource, q.guaranteed, std::max(q.guaranteed, q.max.value_or(0))});
+    }
+    if (!g.cohort.empty()) cohorts_[g.cohort].push_back(&a);
+  }
+  for (Account& a : accounts_) {
+    if (a.group != nullptr && !a.group->cohort.empty()) a.cohort = &cohorts_.find(a.group->cohort)->second;
   }
 }
 
+const QuotaBook::Account* QuotaBook::account(std::string_view group) const {
+  auto it = by_name_.find(group);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+QuotaBook::Account& QuotaBook::account_for(std::string_view group) {
+  auto it = by_name_.find(group);
+  if (it != by_name_.end()) return *it->second;
+  Account& a = accounts_.emplace_back();
+  a.name = std::string(group);
+  by_name_.emplace(a.name, &a);
+  return a;
+}
+
+std::optional<std::int64_t> QuotaBook::limit_of(const Account* a, const ResourceGroup& group,
+                                                std::string_view resource) {
+  if (a == nullptr || a->group != &group) return quota_limit(group, resource);
+  for (const Limit& l : a->limits) {
+    if (l.resource == resource) return l.guaranteed;
+  }
+  if (resource == kCpu || resource == kMemory) return std::nullopt;
+  return 0;
+}
+
+std::optional<std::int64_t> QuotaBook::ceiling_of(const Account* a, const ResourceGroup& group,
+                                                  std::string_view resource) {
+  if (a == nullptr || a->group != &group) return quota_ceiling(group, resource);
+  for (const Limit& l : a->limits) {
+    if (l.resource == resource) return l.ceiling;
+  }
+  if (resource == kCpu || resource == kMemory) return std::nullopt;
+  return 0;
+}
+
 const ResourceGroup* QuotaBook::group(std::string_view name) const {
-  auto it = groups_.find(name);
-  return it == groups_.end() ? nullptr : it->second;
+  const Account* a = account(name);
+  return a == nullptr ? nullptr : a->group;
 }
 
 void QuotaBook::add(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                     std::string_view holder) {
   if (holder.empty()) {
-    auto it = used_.find(group);
-    if (it == used_.end()) it = used_.emplace(std::string(group), Tally{}).first;
-    it->second.add(per_replica, replicas);
+    account_for(group).used.add(per_replica, replicas);
     return;
   }
   kept_.push_back(per_replica);
@@ -46,89 +86,97 @@ void QuotaBook::add(std::string_view group, const Resources& per_replica, std::i
 
 void QuotaBook::add_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                          std::string_view holder) {
-  auto it = used_.find(group);
-  if (it == used_.end()) it = used_.emplace(std::string(group), Tally{}).first;
-  it->second.add(per_replica, replicas);
+  Account& a = account_for(group);
+  a.used.add(per_replica, replicas);
   if (holder.empty()) return;
-  auto h = holdings_.find(group);
-  if (h == holdings_.end()) h = holdings_.emplace(std::string(group), std::vector<Holding>{}).first;
-  h->second.push_back({holder, &per_replica, replicas});
+  a.holdings.push_back({holder, &per_replica, replicas});
 }
 
 void QuotaBook::hold(std::string_view group, const Resources& per_replica, std::int64_t replicas) {
-  auto it = held_.find(group);
-  if (it == held_.end()) it = held_.emplace(std::string(group), Tally{}).first;
-  it->second.add(per_replica, replicas);
+  Account& a = account_for(group);
+  a.held.add(per_replica, replicas);
+  a.has_held = true;
+  has_holds_ = true;
 }
 
-Wide QuotaBook::in_use(std::string_view group, std::string_view resource, bool count_held) const {
-  Wide n = used(group).get(resource);
-  if (count_held) {
-    if (auto it = held_.find(group); it != held_.end()) n += it->second.get(resource);
-  }
+Wide QuotaBook::in_use(const Account* a, std::string_view resource, bool count_held) {
+  if (a == nullptr) return 0;
+  Wide n = a->used.get(resource);
+  if (count_held && a->has_held) n += a->held.get(resource);
   return n;
 }
 
-std::vector<std::pair<std::string, std::int64_t>> QuotaBook::top_holders(std::string_view group,
+std::vector<std::pair<std::string, std::int64_t>> QuotaBook::top_holders(const Account* a,
                                                                        std::string_view resource) const {
   std::vector<std::pair<std::string, std::int64_t>> out;
-  auto h = holdings_.find(group);
-  if (h == holdings_.end()) return out;
+  if (a == nullptr || a->holdings.empty()) return out;
   std::map<std::string_view, Wide> sums;
-  for (const auto& held : h->second) sums[held.holder] += static_cast<Wide>(held.per_replica->get(resource)) * held.replicas;
+  for (const auto& held : a->holdings) {
+    sums[held.holder] += static_cast<Wide>(held.per_replica->get(resource)) * held.replicas;
+  }
   for (const auto& [holder, amount] : sums) {
     if (amount > 0) out.emplace_back(std::string(holder), narrow(amount));
   }
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
   if (out.size() > 3) out.resize(3);
   return out;
 }
 
 const Tally& QuotaBook::used(std::string_view group) const {
-  auto it = used_.find(group);
-  return it == used_.end() ? empty_ : it->second;
+  const Account* a = account(group);
+  return a == nullptr ? empty_ : a->used;
 }
 
 Wide QuotaBook::borrowed(std::string_view name, std::string_view resource) const {
-  const ResourceGroup* g = group(name);
-  if (g == nullptr) return 0;
-  auto limit = quota_limit(*g, resource);
+  return borrowed(account(name), resource);
+}
+
+Wide QuotaBook::borrowed(const Account* a, std::string_view resource) const {
+  if (a == nullptr || a->group == nullptr) return 0;
+  auto limit = limit_of(a, *a->group, resource);
   if (!limit) return 0;
-  Wide over = used(name).get(resource) - *limit;
+  Wide over = a->used.get(resource) - *limit;
   return over > 0 ? over : 0;
 }
 
 std::vector<std::string> QuotaBook::would_borrow(std::string_view name, const Resources& per_replica,
                                                  int replicas) const {
   std::vector<std::string> out;
-  const ResourceGroup* g = group(name);
-  if (g == nullptr) return out;
+  const Account* a = account(name);
+  if (a == nullptr || a->group == nullptr) return out;
   for (const auto& [resource, amount] : per_replica.amounts()) {
-    auto limit = quota_limit(*g, resource);
-    if (limit && used(name).get(resource) + static_cast<Wide>(amount) * replicas > *limit) out.push_back(resource);
+    auto limit = limit_of(a, *a->group, resource);
+    if (limit && a->used.get(resource) + static_cast<Wide>(amount) * replicas > *limit) out.push_back(resource);
   }
   return out;
 }
 
-QuotaBook::CohortSums QuotaBook::cohort_sums(const ResourceGroup& group, std::string_view resource,
-                                             bool count_held) const {
+QuotaBook::CohortSums QuotaBook::cohort_sums(const Account* a, const ResourceGroup& group,
+                                             std::string_view resource, bool count_held) const {
   CohortSums sums;
-  auto it = cohorts_.find(group.cohort);
-  if (group.cohort.empty() || it == cohorts_.end()) return sums;
-  for (const ResourceGroup* m : it->second) {
-    auto limit = quota_limit(*m, resource);
+  if (group.cohort.empty()) return sums;
+  const std::vector<Account*>* members = nullptr;
+  if (a != nullptr && a->group == &group) {
+    members = a->cohort;
+  } else if (auto it = cohorts_.find(group.cohort); it != cohorts_.end()) {
+    members = &it->second;
+  }
+  if (members == nullptr) return sums;
+  for (const Account* m : *members) {
+    auto limit = limit_of(m, *m->group, resource);
     if (!limit) continue;  // a member that does not limit it neither lends nor counts
     sums.guaranteed += *limit;
-    sums.used += in_use(m->name, resource, count_held);
+    sums.used += in_use(m, resource, count_held);
   }
   return sums;
 }
 
 bool QuotaBook::could_ever_fit(const ResourceGroup& group, const Resources& per_replica, int replicas,
                                bool may_borrow) const {
+  const Account* a = account(group.name);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny) continue;
-    auto limit = may_borrow ? quota_ceiling(group, resource) : quota_limit(group, resource);
+    auto limit = may_borrow ? ceiling_of(a, group, resource) : limit_of(a, group, resource);
     if (limit && static_cast<Wide>(amount) * replicas > *limit) return false;
   }
   return true;
@@ -136,17 +184,18 @@ bool QuotaBook::could_ever_fit(const ResourceGroup& group, const Resources& per_
 
 bool QuotaBook::fits(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
                      bool count_held) const {
+  const Account* a = account(group.name);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny || amount == 0) continue;
-    auto guaranteed = quota_limit(group, resource);
+    auto guaranteed = limit_of(a, group, resource);
     if (!guaranteed) continue;
     Wide requested = static_cast<Wide>(amount) * replicas;
-    Wide mine = in_use(group.name, resource, count_held);
+    Wide mine = in_use(a, resource, count_held);
     if (mine + requested <= *guaranteed) continue;
     if (!may_borrow || group.cohort.empty()) return false;
-    auto ceiling = quota_ceiling(group, resource);
+    auto ceiling = ceiling_of(a, group, resource);
     if (!ceiling || mine + requested > *ceiling) return false;
-    CohortSums sums = cohort_sums(group, resource, count_held);
+    CohortSums sums = cohort_sums(a, group, resource, count_held);
     if (requested > sums.guaranteed - sums.used) return false;
   }
   return true;
@@ -155,12 +204,13 @@ bool QuotaBook::fits(const ResourceGroup& group, const Resources& per_replica, i
 std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Resources& per_replica, int replicas,
                                             bool may_borrow, bool count_held) const {
   std::vector<PendingReason> out;
+  const Account* a = account(group.name);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny || amount == 0) continue;
-    auto guaranteed = quota_limit(group, resource);
+    auto guaranteed = limit_of(a, group, resource);
     if (!guaranteed) continue;
     Wide requested = static_cast<Wide>(amount) * replicas;
-    Wide in_use = this->in_use(group.name, resource, count_held);
+    Wide in_use = QuotaBook::in_use(a, resource, count_held);
     if (in_use + requested <= *guaranteed) continue;
 
     reasons::QuotaFigures f;
@@ -170,11 +220,11 @@ std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Re
     f.requested = narrow(requested);
     f.guaranteed = *guaranteed;
     f.limit = *guaranteed;
-    f.holders = top_holders(group.name, resource);
-    auto ceiling = quota_ceiling(group, resource);
+    f.holders = top_holders(a, resource);
+    auto ceiling = ceiling_of(a, group, resource);
     bool cohort = !group.cohort.empty() && ceiling && *ceiling > *guaranteed;
     if (cohort) {
-      CohortSums sums = cohort_sums(group, resource, count_held);
+      CohortSums sums = cohort_sums(a, group, resource, count_held);
       Wide idle = sums.guaranteed - sums.used;  // what the cohort leaves unused, all members together
       f.cohort = group.cohort;
       f.ceiling = *ceiling;
@@ -186,13 +236,15 @@ std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Re
         if (in_use + requested <= *ceiling && requested <= idle) continue;
       }
       auto members = cohorts_.find(group.cohort);
-      for (const ResourceGroup* m : members == cohorts_.end() ? std::vector<const ResourceGroup*>{} : members->second) {
-        if (m->name == group.name) continue;
-        Wide over = borrowed(m->name, resource);
-        if (over > 0) f.borrowers.emplace_back(m->name, narrow(over));
+      if (members != cohorts_.end()) {
+        for (const Account* m : members->second) {
+          if (m->name == group.name) continue;
+          Wide over = borrowed(m, resource);
+          if (over > 0) f.borrowers.emplace_back(m->name, narrow(over));
+        }
       }
       std::stable_sort(f.borrowers.begin(), f.borrowers.end(),
-                       [](const auto& a, const auto& b) { return a.second > b.second; });
+                       [](const auto& x, const auto& y) { return x.second > y.second; });
     }
     out.push_back(reasons::quota(f));
   }

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model/types.h"
@@ -40,6 +41,11 @@ class QuotaBook {
  public:
   // Groups are referenced, not copied: they must outlive the book.
   explicit QuotaBook(const std::vector<ResourceGroup>& groups);
+  // Its index points into itself: moved (nothing moves in a deque), never copied.
+  QuotaBook(const QuotaBook&) = delete;
+  QuotaBook& operator=(const QuotaBook&) = delete;
+  QuotaBook(QuotaBook&&) = default;
+  QuotaBook& operator=(QuotaBook&&) = default;
 
   const ResourceGroup* group(std::string_view name) const;
   // Charges per_replica x replicas to the group (negative replicas release).
@@ -53,7 +59,7 @@ class QuotaBook {
   // Quota held for a blocked task of the group (a reservation): counted by
   // check() unless told otherwise, never by used().
   void hold(std::string_view group, const Resources& per_replica, std::int64_t replicas);
-  bool has_holds() const { return !held_.empty(); }
+  bool has_holds() const { return has_holds_; }
 
   // What the group holds of `resource` above its guarantee (0 when none).
   Wide borrowed(std::string_view group, std::string_view resource) const;
@@ -76,29 +82,54 @@ class QuotaBook {
   bool could_ever_fit(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow) const;
 
  private:
-  // Over the cohort's members that limit `resource`: sum of guarantees and of use.
-  struct CohortSums {
-    Wide guaranteed = 0;
-    Wide used = 0;
-  };
-  CohortSums cohort_sums(const ResourceGroup& group, std::string_view resource, bool count_held) const;
-  Wide in_use(std::string_view group, std::string_view resource, bool count_held) const;
-  std::vector<std::pair<std::string, std::int64_t>> top_holders(std::string_view group,
-                                                                std::string_view resource) const;
-
-  std::map<std::string, const ResourceGroup*, std::less<>> groups_;
-  std::map<std::string, std::vector<const ResourceGroup*>, std::less<>> cohorts_;
-  std::map<std::string, Tally, std::less<>> used_;
-  std::map<std::string, Tally, std::less<>> held_;
-  // Who charged what, by group, read only to explain a refusal. Views of
-  // strings the caller keeps (snapshot, queue); amounts copied.
+  // Who charged what, read only to explain a refusal. Views of strings the
+  // caller keeps (snapshot, queue); amounts copied.
   struct Holding {
     std::string_view holder;
     const Resources* per_replica;
     std::int64_t replicas;
   };
-  std::map<std::string, std::vector<Holding>, std::less<>> holdings_;
-  std::deque<Resources> kept_;  // copies that holdings_ point to
+  // A resource the group's quota names, its figures read once.
+  struct Limit {
+    std::string_view resource;
+    std::int64_t guaranteed = 0;
+    std::int64_t ceiling = 0;  // max(guaranteed, max)
+  };
+  // One group's book. decide() asks about a group's use, holds and limits
+  // many times per task: one hash lookup finds all of them, and the members
+  // of its cohort are at hand, instead of a map search by name for each.
+  struct Account {
+    std::string name;
+    const ResourceGroup* group = nullptr;  // nullptr: charged, but not a known group
+    std::vector<Limit> limits;             // as group->quota names them
+    Tally used;
+    Tally held;
+    bool has_held = false;
+    std::vector<Holding> holdings;
+    const std::vector<Account*>* cohort = nullptr;  // members that are known groups, in input order
+  };
+  // Over the cohort's members that limit `resource`: sum of guarantees and of use.
+  struct CohortSums {
+    Wide guaranteed = 0;
+    Wide used = 0;
+  };
+  const Account* account(std::string_view group) const;
+  Account& account_for(std::string_view group);
+  // quota_limit/quota_ceiling from the account's copy, when it is that group's.
+  static std::optional<std::int64_t> limit_of(const Account* a, const ResourceGroup& group, std::string_view resource);
+  static std::optional<std::int64_t> ceiling_of(const Account* a, const ResourceGroup& group,
+                                                std::string_view resource);
+  CohortSums cohort_sums(const Account* a, const ResourceGroup& group, std::string_view resource,
+                         bool count_held) const;
+  static Wide in_use(const Account* a, std::string_view resource, bool count_held);
+  Wide borrowed(const Account* a, std::string_view resource) const;
+  std::vector<std::pair<std::string, std::int64_t>> top_holders(const Account* a, std::string_view resource) const;
+
+  std::deque<Account> accounts_;  // stable addresses: the index and cohorts point into it
+  std::unordered_map<std::string_view, Account*> by_name_;  // views of Account::name
+  std::map<std::string, std::vector<Account*>, std::less<>> cohorts_;
+  bool has_holds_ = false;
+  std::deque<Resources> kept_;  // copies that holdings point to
   Tally empty_;
 };
 
