@@ -10,8 +10,11 @@
 // first start. Each simulated agent is a cluster registered over the REST API
 // (POST /api/v1/clusters, then a one-time bootstrap token), which exchanges
 // its token for a credential (POST /api/v1/agent/register) and then sends a
-// full SyncRequest with all of its nodes (labels, capacity and allocatable,
-// 8 GPUs each, host facts) every interval, like src/agent/agent.cpp does.
+// SyncRequest every interval, like src/agent/agent.cpp does: all of its nodes
+// (labels, capacity and allocatable, 8 GPUs each, host facts) when the server
+// does not hold them, else their fingerprint and the GPU figures that moved
+// since the last read (model/inventory.h); --full-inventory sends every node
+// every time, as agents did before.
 //
 // The agents are served by a fixed pool of worker threads, each with its own
 // keep-alive connection (HttpClient), taking the next agent due from one
@@ -61,6 +64,7 @@
 
 #include "common/http_client.h"
 #include "common/json.h"
+#include "model/inventory.h"
 #include "model/protocol.h"
 
 #ifndef CUBEPLANE_SERVER_BINARY
@@ -243,7 +247,9 @@ struct SimAgent {
   std::int64_t seq = 0;
   std::vector<cp::NodeReport> nodes;
   std::string nodes_json;  // serialized at most once per inventory refresh, as a real agent reads it
+  std::string fingerprint;  // of the inventory, computed at each read as the agent does
   Clock::time_point nodes_at{};
+  cp::InventoryReporter reporter;  // what of the inventory a sync carries (model/inventory.h)
   std::mt19937 rng;
 };
 
@@ -288,17 +294,33 @@ void refresh_inventory(SimAgent& a) {
     }
   }
   a.nodes_json = cp::dump(cp::to_json(a.nodes));
+  a.fingerprint = cp::inventory_fingerprint(a.nodes);
   a.nodes_at = Clock::now();
 }
 
 // The body of a SyncRequest (model/protocol.h), put together around the
 // cached nodes; no attempts (an idle fleet), a healthy engine, no long-poll.
-std::string sync_body(SimAgent& a) {
+// The inventory goes as the agent sends it (InventoryReporter): all nodes
+// when the server does not hold them, else their fingerprint and the GPU
+// figures that moved; with `full`, all nodes every time (the protocol before
+// the reporter, for comparison). `*carries_nodes` says which it was.
+std::string sync_body(SimAgent& a, bool full, bool* carries_nodes) {
+  const cp::Millis now = wall_ms();
+  cp::SyncRequest req;
+  if (!full) a.reporter.fill(req, a.nodes, a.fingerprint, now);
+  const bool with_nodes = full || !req.nodes_unchanged;
+  if (carries_nodes) *carries_nodes = with_nodes;
   std::string body;
-  body.reserve(a.nodes_json.size() + 256);
+  body.reserve((with_nodes ? a.nodes_json.size() : 0) + 256);
   body += R"({"cluster_id":")" + a.cluster_id + R"(","agent_instance":")" + a.instance +
-          R"(","seq":)" + std::to_string(++a.seq) + R"(,"sent_at":)" + std::to_string(wall_ms()) + R"(,"nodes":)";
-  body += a.nodes_json;
+          R"(","seq":)" + std::to_string(++a.seq) + R"(,"sent_at":)" + std::to_string(now);
+  if (with_nodes) {
+    body += R"(,"nodes":)" + a.nodes_json;
+    if (!full) body += R"(,"inventory":")" + a.fingerprint + '"';
+  } else {
+    body += R"(,"nodes":[],"inventory":")" + a.fingerprint + R"(","nodes_unchanged":true,"gpu_figures":)" +
+            cp::dump(cp::to_json(req.gpu_figures));
+  }
   body += R"(,"attempts":[],"engine":{"ok":true,"message":""},"wait_ms":0})";
   return body;
 }
@@ -307,6 +329,9 @@ struct Stats {
   std::vector<double> latencies_ms;  // syncs started inside the window
   std::map<long, std::int64_t> by_status;  // 0: no answer (transport error)
   std::int64_t late = 0;  // started more than a second after they were due
+  std::int64_t with_nodes = 0;     // syncs that carried every node
+  std::int64_t without_nodes = 0;  // syncs that carried a fingerprint and moved GPU figures
+  std::int64_t body_bytes = 0;
   std::string first_error;
 };
 
@@ -320,6 +345,7 @@ struct Options {
   std::string server_binary = CUBEPLANE_SERVER_BINARY;
   std::uint32_t seed = 1;
   bool keep_data = false;
+  bool full_inventory = false;
 };
 
 cp::HttpRequestOptions bearer(const std::string& token) {
@@ -377,6 +403,8 @@ int main(int argc, char** argv) {
                                      "a postgresql:// database must be empty)");
   app.add_option("--server-binary", o.server_binary, "The cubeplane binary to run as the server");
   app.add_option("--seed", o.seed, "Seed of the sync jitter and the GPU figures");
+  app.add_flag("--full-inventory", o.full_inventory,
+               "Send every node at every sync, as agents did before model/inventory.h (for comparison)");
   app.add_flag("--keep-data", o.keep_data, "Keep the server's data directory (its database) for a look afterwards");
   app.add_flag("--quick", quick, "A small run for CI: 20 agents, 10 nodes, 1 s interval, 3 s measured");
   CLI11_PARSE(app, argc, argv);
@@ -493,7 +521,8 @@ int main(int argc, char** argv) {
         if (std::chrono::duration<double>(Clock::now() - a.nodes_at).count() >= kInventoryRefreshS) {
           refresh_inventory(a);
         }
-        const std::string body = sync_body(a);
+        bool carries_nodes = false;
+        const std::string body = sync_body(a, o.full_inventory, &carries_nodes);
         const auto start = Clock::now();
         auto opts = bearer(a.credential);
         auto r = http.request("POST", url, body, "application/json", opts);
@@ -501,6 +530,10 @@ int main(int argc, char** argv) {
         const std::int64_t start_ns = start.time_since_epoch().count();
         const bool in_window = start_ns >= window_start_ns && start_ns < window_end_ns;
         const long status = r.ok() ? r->status : 0;
+        if (status == 200 && !o.full_inventory) {
+          auto answer = cp::decode_json<cp::SyncResponse>(r->body);
+          if (answer.ok()) a.reporter.answered(*answer);
+        }
         if (status == 200 && !has_synced[static_cast<std::size_t>(i)]) {
           has_synced[static_cast<std::size_t>(i)] = 1;  // one worker holds agent i at a time
           first_synced++;
@@ -510,6 +543,8 @@ int main(int argc, char** argv) {
         }
         if (in_window) {
           st.by_status[status]++;
+          (carries_nodes ? st.with_nodes : st.without_nodes)++;
+          st.body_bytes += static_cast<std::int64_t>(body.size());
           st.latencies_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
           if (start - due > std::chrono::seconds(1)) st.late++;
         }
@@ -561,11 +596,15 @@ int main(int argc, char** argv) {
   std::vector<double> lat;
   std::map<long, std::int64_t> by_status;
   std::int64_t late = 0;
+  std::int64_t with_nodes = 0, without_nodes = 0, body_bytes = 0;
   std::string first_error;
   for (auto& s : stats) {
     lat.insert(lat.end(), s.latencies_ms.begin(), s.latencies_ms.end());
     for (auto [k, v] : s.by_status) by_status[k] += v;
     late += s.late;
+    with_nodes += s.with_nodes;
+    without_nodes += s.without_nodes;
+    body_bytes += s.body_bytes;
     if (first_error.empty()) first_error = s.first_error;
   }
   std::sort(lat.begin(), lat.end());
@@ -580,9 +619,13 @@ int main(int argc, char** argv) {
   std::printf("server: cpu %.1f%% of one core (%.2f s in %.1f s; %.2f ms a sync, so %.1f%% at the target rate), "
               "rss %ld MiB\n",
               server_pct, cpu_after - cpu_before, window_s, per_sync_ms, per_sync_ms * target_rate / 10.0, rss / 1024);
-  std::printf("sync rate: %.1f/s achieved, %.1f/s target; %lld started over 1 s late; body %zu bytes\n",
-              static_cast<double>(syncs) / window_s, target_rate, static_cast<long long>(late),
-              agents.empty() ? std::size_t{0} : sync_body(agents[0]).size());
+  std::printf("sync rate: %.1f/s achieved, %.1f/s target; %lld started over 1 s late\n",
+              static_cast<double>(syncs) / window_s, target_rate, static_cast<long long>(late));
+  std::printf("inventory: %s; %lld syncs with every node, %lld with a fingerprint and moved GPU figures; "
+              "body %lld bytes on average\n",
+              o.full_inventory ? "every node at every sync (--full-inventory)" : "as the agent sends it",
+              static_cast<long long>(with_nodes), static_cast<long long>(without_nodes),
+              static_cast<long long>(syncs ? body_bytes / syncs : 0));
   std::printf("sync latency: p50=%.2f ms p99=%.2f ms max=%.2f ms\n", percentile(lat, 0.5), percentile(lat, 0.99),
               lat.empty() ? 0.0 : lat.back());
   std::printf("by status:");

@@ -180,7 +180,10 @@ Status Agent::register_with(const std::string& bootstrap_token) {
     Millis life = resp->expires_at - (resp->server_time > 0 ? resp->server_time : now);
     cred_.renew_at = now + std::max<Millis>(0, life) * 2 / 3;
   }
-  if (!renewing) cred_.used_bootstrap_sha256 = sha256_hex(bootstrap_token);
+  if (!renewing) {
+    cred_.used_bootstrap_sha256 = sha256_hex(bootstrap_token);
+    inventory_.reset();  // a new enrollment: the server may hold nothing of ours
+  }
   if (resp->lease_ttl_s > 0) server_ttl_s_ = resp->lease_ttl_s;
   save_credential();
   spdlog::info("agent: {} cluster {} (instance {}, credential expires {})", renewing ? "renewed" : "registered",
@@ -226,13 +229,14 @@ Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
   if (nodes_.empty() || now - nodes_at_ >= config_.inventory_refresh_ms) {
     nodes_ = executor_->inventory();
     nodes_at_ = now;
+    nodes_fingerprint_ = inventory_fingerprint(nodes_);
   }
   SyncRequest req;
   req.cluster_id = config_.cluster_id;
   req.agent_instance = instance_;
   req.seq = ++seq_;
   req.sent_at = now;
-  req.nodes = nodes_;
+  inventory_.fill(req, nodes_, nodes_fingerprint_, now);
   req.attempts = current_reports();
   req.engine = executor_->engine();
   req.wait_ms = wait_ms;
@@ -252,6 +256,7 @@ Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
   }
   if (fenced_) spdlog::warn("agent: the server answers again; reporting the attempts stopped while fenced");
   fenced_ = false;
+  inventory_.answered(*resp);
   last_sync_ok_sent_ = now;
   lease_known_ = true;
   if (resp->lease_ttl_s > 0) server_ttl_s_ = resp->lease_ttl_s;

@@ -20,6 +20,7 @@
 #include "agent/executor.h"
 #include "common/clock.h"
 #include "common/http_client.h"
+#include "model/inventory.h"
 #include "model/protocol.h"
 
 namespace cp {
@@ -139,6 +140,8 @@ class Agent {
 
   std::vector<NodeReport> nodes_;
   Millis nodes_at_ = 0;
+  std::string nodes_fingerprint_;
+  InventoryReporter inventory_;
   std::map<std::string, std::string> reported_;          // attempt -> signature carried by the last good sync
   std::map<std::string, std::string> inflight_;          // ... by the sync in flight
   std::map<std::string, AttemptReport> refused_starts_;  // starts the executor could not even record

@@ -47,6 +47,15 @@ struct NodeReport {
 };
 BOOST_DESCRIBE_STRUCT(NodeReport, (), (name, labels, capacity, allocatable, ready, reason, facts, gpus))
 
+// The live figures of one node's GPUs, in the order of its `gpus`: what moves
+// between two inventory reads while the rest of the node stays the same.
+struct NodeGpuFigures {
+  std::string node;
+  std::vector<int> utilization;           // percent; -1 not measured
+  std::vector<std::int64_t> memory_used;  // bytes
+};
+BOOST_DESCRIBE_STRUCT(NodeGpuFigures, (), (node, utilization, memory_used))
+
 struct AttemptReport {
   std::string attempt_id;
   std::int64_t epoch = 0;
@@ -70,12 +79,20 @@ struct SyncRequest {
   std::string agent_instance;
   std::int64_t seq = 0;
   Millis sent_at = 0;  // agent clock; the server derives the clock offset
+  // The whole inventory, when it changed since the server last took it (or
+  // the server asked for it); otherwise empty, with nodes_unchanged set and
+  // only the GPU figures that moved (model/inventory.h).
   std::vector<NodeReport> nodes;
+  std::string inventory;  // fingerprint of the inventory, live GPU figures left out
+  bool nodes_unchanged = false;
+  std::vector<NodeGpuFigures> gpu_figures;
   std::vector<AttemptReport> attempts;
   EngineStatus engine;
   std::int64_t wait_ms = 0;  // long-poll: hold the answer up to this long when there is nothing to say
 };
-BOOST_DESCRIBE_STRUCT(SyncRequest, (), (cluster_id, agent_instance, seq, sent_at, nodes, attempts, engine, wait_ms))
+BOOST_DESCRIBE_STRUCT(SyncRequest, (),
+                      (cluster_id, agent_instance, seq, sent_at, nodes, inventory, nodes_unchanged, gpu_figures,
+                       attempts, engine, wait_ms))
 
 struct StartOrder {
   std::string attempt_id;
@@ -107,8 +124,10 @@ struct SyncResponse {
   std::vector<StartOrder> start;
   std::vector<StopOrder> stop;
   std::vector<std::string> ack;  // terminal reports stored; the agent may forget them
+  // The server does not hold the inventory the request named: send the nodes.
+  bool send_inventory = false;
 };
-BOOST_DESCRIBE_STRUCT(SyncResponse, (), (lease_ttl_s, server_time, start, stop, ack))
+BOOST_DESCRIBE_STRUCT(SyncResponse, (), (lease_ttl_s, server_time, start, stop, ack, send_inventory))
 
 struct LogUpload {
   std::string attempt_id;

@@ -257,12 +257,20 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   resp.server_time = now;
   bool freed = false;
   bool stale_request = false;
+  // What the sync does with the inventory (model/inventory.h): take the
+  // reported nodes; nothing (the agent says they are unchanged and we hold
+  // them); or rewrite the stored ones with a clock offset that moved.
+  enum class Inventory { none, reported, stored_with_new_offset };
+  Inventory inventory = Inventory::none;
+  const Millis clock_offset = req.sent_at != 0 ? req.sent_at - now : 0;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
     // Store::write runs the body again after a conflict or a busy database:
     // no order computed by a run that rolled back may reach the agent.
     resp.start.clear();
     resp.stop.clear();
     resp.ack.clear();
+    resp.send_inventory = false;
+    inventory = Inventory::none;
     freed = false;
     stale_request = false;
     CP_ASSIGN(auto c, tx.get_cluster(cid));
@@ -303,26 +311,44 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     // Inventory: reported nodes replace what we knew; vanished nodes go.
     // The preflight check compares them with each other (preflight.h); a
     // change in what it finds about a node is an event.
-    std::map<std::string, Node> known_nodes;
+    // An agent that reports its nodes unchanged costs no node read or write
+    // while we hold the inventory it names and its clock has not moved.
     if (!req.nodes.empty()) {
+      inventory = Inventory::reported;
+    } else if (req.nodes_unchanged) {
+      auto held = live_inventory_.held(cid);
+      if (!held || held->fingerprint != req.inventory) {
+        resp.send_inventory = true;
+      } else if (req.sent_at != 0 && std::llabs(clock_offset - held->clock_offset_ms) > internal::kClockSlackMs) {
+        inventory = Inventory::stored_with_new_offset;
+      }
+    }
+    std::map<std::string, Node> known_nodes;
+    if (inventory != Inventory::none) {
       CP_ASSIGN(auto known, tx.list_nodes(cid));
       for (auto& n : known) known_nodes.emplace(n.name, std::move(n));
     }
     std::vector<Node> reported_nodes;
-    for (const auto& nr : req.nodes) {
-      Node n;
-      n.cluster_id = cid;
-      n.name = nr.name;
-      n.labels = nr.labels;
-      n.capacity = nr.capacity;
-      n.allocatable = nr.allocatable;
-      n.ready = nr.ready;
-      n.not_ready_reason = nr.reason;
-      n.facts = nr.facts;
-      if (req.sent_at != 0) n.facts.clock_offset_ms = req.sent_at - now;
-      n.gpus = nr.gpus;
+    if (inventory == Inventory::reported) {
+      for (const auto& nr : req.nodes) {
+        Node n;
+        n.cluster_id = cid;
+        n.name = nr.name;
+        n.labels = nr.labels;
+        n.capacity = nr.capacity;
+        n.allocatable = nr.allocatable;
+        n.ready = nr.ready;
+        n.not_ready_reason = nr.reason;
+        n.facts = nr.facts;
+        n.gpus = nr.gpus;
+        reported_nodes.push_back(std::move(n));
+      }
+    } else if (inventory == Inventory::stored_with_new_offset) {
+      for (const auto& [name, known] : known_nodes) reported_nodes.push_back(known);
+    }
+    for (auto& n : reported_nodes) {
+      if (req.sent_at != 0) n.facts.clock_offset_ms = clock_offset;
       n.updated_at = now;
-      reported_nodes.push_back(std::move(n));
     }
     auto drift = find_drift(reported_nodes, c->storage_mount);
     for (auto& n : reported_nodes) {
@@ -404,6 +430,15 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     return {};
   }));
   if (stale_request) return pending_orders(cid, req.attempts);
+  // An agent without nodes (or whose engine listed none) changes no row, as
+  // before fingerprints; holding its empty inventory stops it being asked again.
+  const bool reported_empty = req.nodes.empty() && !req.nodes_unchanged && !req.inventory.empty();
+  if (inventory == Inventory::reported || reported_empty) {
+    live_inventory_.stored(cid, req.agent_instance, req.seq, req.inventory, clock_offset, req.nodes);
+  } else if (inventory == Inventory::stored_with_new_offset) {
+    live_inventory_.offset_stored(cid, clock_offset);
+  }
+  if (req.nodes_unchanged && !resp.send_inventory) live_inventory_.figures(cid, req.gpu_figures);
   if (freed) {
     wake_scheduler();
     log_signal_.notify();

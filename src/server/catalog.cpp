@@ -151,7 +151,7 @@ Result<Cluster> ControlPlane::patch_cluster(const Principal& p, const std::strin
 Status ControlPlane::delete_cluster(const Principal& p, const std::string& id) {
   if (!p.is_admin()) return admin_only(p, "delete clusters", "删除集群");
   Millis now = clock_.now_ms();
-  return store_.write([&](Tx& tx) -> Status {
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
     CP_ASSIGN(auto c, tx.get_cluster(id));
     if (!c) return errors::not_found("cluster", id);
     CP_ASSIGN(auto active, tx.active_attempts(id));
@@ -166,7 +166,9 @@ Status ControlPlane::delete_cluster(const Principal& p, const std::string& id) {
     CP_ASSIGN(auto eid, tx.append_event(make_event(now, p.user, "cluster", id, "cluster.deleted")));
     (void)eid;
     return {};
-  });
+  }));
+  live_inventory_.forget(id);
+  return ok_status();
 }
 
 Result<json::object> ControlPlane::create_bootstrap_token(const Principal& p, const std::string& cluster_id,
@@ -206,6 +208,7 @@ Result<NodePage> ControlPlane::list_nodes_page(const Principal& p, const NodeQue
     CP_ASSIGN(out, tx.list_nodes_page(q));
     return {};
   }));
+  live_inventory_.overlay(out.items);
   return out;
 }
 
@@ -217,6 +220,7 @@ Result<Node> ControlPlane::get_node(const Principal& p, const std::string& clust
     return {};
   }));
   if (!node) return errors::not_found("node", cluster_id + "/" + name);
+  live_inventory_.overlay(*node);
   return *node;
 }
 

@@ -25,6 +25,7 @@
 #include "model/protocol.h"
 #include "model/types.h"
 #include "objstore/object_store.h"
+#include "server/live_inventory.h"
 #include "store/store.h"
 
 namespace cp {
@@ -291,6 +292,8 @@ class ControlPlane {
   ObjectStore& objects_;
   const Clock& clock_;
   ServerConfig config_;
+
+  LiveInventory live_inventory_;
 
   std::mutex signals_mu_;
   std::map<std::string, std::unique_ptr<Signal>> cluster_signals_;

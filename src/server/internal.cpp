@@ -242,6 +242,22 @@ Error forbidden_for(const Principal& p, const std::string& what_en, const std::s
   return e;
 }
 
+namespace {
+
+// The same devices, whatever their live figures (server/live_inventory.h).
+bool same_devices(const std::vector<GpuDevice>& a, const std::vector<GpuDevice>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].index != b[i].index || a[i].uuid != b[i].uuid || a[i].model != b[i].model ||
+        a[i].memory_total != b[i].memory_total) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 bool same_report(const Node& stored, const Node& reported) {
   if (std::llabs(stored.facts.clock_offset_ms - reported.facts.clock_offset_ms) > kClockSlackMs) return false;
   HostFacts a = stored.facts, b = reported.facts;
@@ -249,7 +265,7 @@ bool same_report(const Node& stored, const Node& reported) {
   return stored.labels == reported.labels && stored.capacity == reported.capacity &&
          stored.allocatable == reported.allocatable && stored.ready == reported.ready &&
          stored.not_ready_reason == reported.not_ready_reason && to_json(a) == to_json(b) &&
-         to_json(stored.gpus) == to_json(reported.gpus) && to_json(stored.drift) == to_json(reported.drift);
+         same_devices(stored.gpus, reported.gpus) && to_json(stored.drift) == to_json(reported.drift);
 }
 
 }  // namespace cp::internal

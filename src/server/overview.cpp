@@ -20,6 +20,7 @@ Status ControlPlane::sample_fleet() {
     gauges.clear();
     CP_ASSIGN(auto clusters, tx.list_clusters());
     CP_ASSIGN(auto nodes, tx.list_nodes(""));
+    live_inventory_.overlay(nodes);
     CP_ASSIGN(auto attempts, tx.active_attempts(""));
     for (const auto& c : clusters) gauges[c.id].samples = 1;
     for (const auto& n : nodes) {

@@ -50,6 +50,9 @@ class ScriptedControlPlane {
   void set_hold_ms(Millis ms) { hold_ms_ = ms; }
   void set_logs_status(int status) { logs_status_ = status; }
   void set_ack(bool on) { ack_ = on; }
+  // The next sync that leaves its nodes out is answered "send the inventory"
+  // (a restarted server holds none).
+  void ask_for_inventory() { ask_inventory_ = true; }
   void accept_credential(const std::string& c) {
     std::lock_guard lock(mu_);
     valid_.insert(c);
@@ -185,6 +188,7 @@ class ScriptedControlPlane {
       if (is_terminal(a.state) && ack_) resp.ack.push_back(a.attempt_id);
     }
     resp.start = pending_starts(s.req);
+    if (s.req.nodes_unchanged && ask_inventory_.exchange(false)) resp.send_inventory = true;
     s.acked = resp.ack;
     syncs_.push_back(std::move(s));
     return {200, dump(to_json(resp))};
@@ -232,6 +236,7 @@ class ScriptedControlPlane {
   std::atomic<Millis> hold_ms_{200};
   std::atomic<int> logs_status_{200};
   std::atomic<bool> ack_{true};
+  std::atomic<bool> ask_inventory_{false};
   std::atomic<bool> closing_{false};
   std::atomic<int> calls_{0};
 };
@@ -547,6 +552,36 @@ TEST_F(AgentTest, SyncOnce) {
   auto st = no_server.sync_once();
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, "unreachable");
+}
+
+// The agent sends its nodes when the server does not hold them (the first
+// sync, or when asked); otherwise their fingerprint, and GPU figures only
+// when they moved (model/inventory.h).
+TEST_F(AgentTest, SendsItsNodesOnlyWhenTheServerDoesNotHoldThem) {
+  Agent agent(agent_config(), std::make_unique<LocalExecutor>(executor_config()));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(agent.sync_once().ok());
+  auto syncs = cp_.syncs();
+  ASSERT_EQ(syncs.size(), 3u);
+  ASSERT_EQ(syncs[0].req.nodes.size(), 1u);
+  EXPECT_FALSE(syncs[0].req.nodes_unchanged);
+  const std::string fingerprint = syncs[0].req.inventory;
+  EXPECT_EQ(fingerprint, inventory_fingerprint(syncs[0].req.nodes));
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_TRUE(syncs[i].req.nodes.empty());
+    EXPECT_TRUE(syncs[i].req.nodes_unchanged);
+    EXPECT_EQ(syncs[i].req.inventory, fingerprint);
+    EXPECT_TRUE(syncs[i].req.gpu_figures.empty()) << "no GPU, nothing moved";
+  }
+  // Asked for it: the nodes go again, at the next sync.
+  cp_.ask_for_inventory();
+  ASSERT_TRUE(agent.sync_once().ok());
+  ASSERT_TRUE(agent.sync_once().ok());
+  syncs = cp_.syncs();
+  ASSERT_EQ(syncs.size(), 5u);
+  EXPECT_TRUE(syncs[3].req.nodes_unchanged) << "this one was answered send_inventory";
+  ASSERT_EQ(syncs[4].req.nodes.size(), 1u);
+  EXPECT_FALSE(syncs[4].req.nodes_unchanged);
+  EXPECT_EQ(syncs[4].req.inventory, fingerprint);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // simulated clock: the lifecycle, agent protocol, liveness and authorization
 // rules of DESIGN.md, one property per test.
 #include "control_plane_fixture.h"
+#include "model/inventory.h"
 
 namespace cp {
 namespace {
@@ -439,6 +440,115 @@ TEST_F(ControlPlaneTest, PreflightDriftIsStoredOnTheNodeAndEachChangeIsOneEvent)
   EXPECT_EQ(drift_events(), 2u);
 }
 
+// An agent that says its nodes are unchanged (model/inventory.h) costs no
+// node read or write while the server holds the inventory it names; the GPU
+// figures it sends are laid over the stored nodes when they are read.
+TEST_F(ControlPlaneTest, NodesReportedUnchangedAreNeitherReadNorWritten) {
+  auto [agent, cred] = connect("c1");
+  SyncRequest req;
+  req.cluster_id = "c1";
+  req.agent_instance = "instance-1";
+  req.seq = 1;
+  req.nodes = {gpu_node("n1", 2), gpu_node("n2", 2)};
+  req.inventory = inventory_fingerprint(req.nodes);
+  req.sent_at = clock_.now_ms();
+  auto r = cp_->agent_sync(agent, req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->send_inventory);
+  const Millis stored_at = clock_.now_ms();
+
+  clock_.advance_ms(5000);
+  SyncRequest same;
+  same.cluster_id = "c1";
+  same.agent_instance = "instance-1";
+  same.seq = 2;
+  same.sent_at = clock_.now_ms() + 100;
+  same.nodes_unchanged = true;
+  same.inventory = req.inventory;
+  same.gpu_figures = {NodeGpuFigures{"n2", {55, 60}, {1000, 2000}}};
+  r = cp_->agent_sync(agent, same);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->send_inventory);
+  auto n2 = cp_->get_node(admin_, "c1", "n2").value();
+  EXPECT_EQ(n2.updated_at, stored_at) << "not rewritten";
+  EXPECT_EQ(n2.gpus[0].utilization, 55);
+  EXPECT_EQ(n2.gpus[1].memory_used, 2000);
+  NodeQuery q;
+  q.cluster_id = "c1";
+  auto page = cp_->list_nodes_page(admin_, q).value();
+  ASSERT_EQ(page.items.size(), 2u) << "nodes left out are not nodes gone";
+  EXPECT_EQ(page.items[1].gpus[1].utilization, 60);
+  EXPECT_EQ(page.items[0].gpus[0].utilization, 0);
+  EXPECT_EQ(cp_->get_cluster(admin_, "c1")->last_contact, clock_.now_ms()) << "still a sync";
+
+  // The agent's clock moves past the slack and over the preflight limit: the
+  // stored nodes are rewritten with the new offset, and flagged.
+  clock_.advance_ms(5000);
+  same.seq = 3;
+  same.sent_at = clock_.now_ms() + 1500;
+  same.gpu_figures.clear();
+  ASSERT_TRUE(cp_->agent_sync(agent, same).ok());
+  n2 = cp_->get_node(admin_, "c1", "n2").value();
+  EXPECT_EQ(n2.facts.clock_offset_ms, 1500);
+  EXPECT_EQ(n2.updated_at, clock_.now_ms());
+  ASSERT_EQ(n2.drift.size(), 1u);
+  EXPECT_EQ(n2.drift[0].kind, "clock_offset");
+  EXPECT_EQ(n2.gpus[0].utilization, 55) << "live figures survive the rewrite";
+  // And back within the slack of that: untouched again.
+  clock_.advance_ms(5000);
+  same.seq = 4;
+  same.sent_at = clock_.now_ms() + 1400;
+  ASSERT_TRUE(cp_->agent_sync(agent, same).ok());
+  EXPECT_EQ(cp_->get_node(admin_, "c1", "n2")->facts.clock_offset_ms, 1500);
+}
+
+// What the server does not hold, it asks for: after a restart (the memory is
+// gone), or when the agent names another inventory.
+TEST_F(ControlPlaneTest, AnInventoryTheServerDoesNotHoldIsAskedFor) {
+  auto [agent, cred] = connect("c1");
+  SyncRequest req;
+  req.cluster_id = "c1";
+  req.agent_instance = "instance-1";
+  req.seq = 1;
+  req.nodes = {gpu_node("n1", 2)};
+  req.inventory = inventory_fingerprint(req.nodes);
+  ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
+
+  SyncRequest other = req;
+  other.seq = 2;
+  other.nodes.clear();
+  other.nodes_unchanged = true;
+  other.inventory = "0123456789abcdef0123456789abcdef";
+  other.gpu_figures = {NodeGpuFigures{"n1", {99, 99}, {1, 1}}};
+  auto r = cp_->agent_sync(agent, other);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->send_inventory);
+  auto n1 = cp_->get_node(admin_, "c1", "n1").value();
+  EXPECT_EQ(n1.gpus[0].utilization, 0) << "figures of an inventory not held are not taken";
+
+  // A restarted server holds no fingerprint.
+  cp_ = std::make_unique<ControlPlane>(*store_, *objects_, clock_, ServerConfig{});
+  SyncRequest same = other;
+  same.seq = 3;
+  same.inventory = req.inventory;
+  r = cp_->agent_sync(agent, same);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->send_inventory);
+  EXPECT_TRUE(cp_->get_node(admin_, "c1", "n1").ok()) << "the stored nodes stay meanwhile";
+
+  // An agent that has no nodes at all is not asked again and again.
+  SyncRequest none = req;
+  none.seq = 4;
+  none.nodes.clear();
+  none.inventory = inventory_fingerprint({});
+  ASSERT_TRUE(cp_->agent_sync(agent, none).ok());
+  none.seq = 5;
+  none.nodes_unchanged = true;
+  r = cp_->agent_sync(agent, none);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->send_inventory);
+}
+
 TEST_F(ControlPlaneTest, ANodeThatReportsNothingNewIsNotWrittenAgain) {
   auto [agent, cred] = connect("c1");
   SyncRequest req;
@@ -458,10 +568,11 @@ TEST_F(ControlPlaneTest, ANodeThatReportsNothingNewIsNotWrittenAgain) {
   // The same node again: not rewritten, while the cluster's contact moves on.
   EXPECT_EQ(resync(2).updated_at, first);
   EXPECT_EQ(cp_->get_cluster(admin_, "c1")->last_contact, clock_.now_ms());
-  // A GPU's figures change: written, with them.
+  // A GPU's figures change: not written (they are live figures, kept in
+  // memory), but a read of the node shows them.
   req.nodes[0].gpus[0].utilization = 77;
   auto n = resync(3);
-  EXPECT_EQ(n.updated_at, clock_.now_ms());
+  EXPECT_EQ(n.updated_at, first);
   EXPECT_EQ(n.gpus[0].utilization, 77);
   // The clock moves by more than the slack: written, with the new offset.
   const Millis written = n.updated_at;

@@ -1,0 +1,86 @@
+#include "server/live_inventory.h"
+
+namespace cp {
+
+std::optional<LiveInventory::Held> LiveInventory::held(const std::string& cluster) const {
+  std::lock_guard lock(mu_);
+  auto it = clusters_.find(cluster);
+  if (it == clusters_.end()) return std::nullopt;
+  return it->second.held;
+}
+
+void LiveInventory::stored(const std::string& cluster, const std::string& instance, std::int64_t seq,
+                           const std::string& fingerprint, Millis clock_offset_ms,
+                           const std::vector<NodeReport>& nodes) {
+  std::lock_guard lock(mu_);
+  auto& e = clusters_[cluster];
+  // Two syncs of one agent commit in the order of their seq; this keeps a
+  // late-running caller of the older one from undoing the newer.
+  if (e.instance == instance && seq != 0 && seq < e.seq) return;
+  e.instance = instance;
+  e.seq = seq;
+  if (fingerprint.empty()) {
+    e.held.reset();
+  } else {
+    e.held = Held{fingerprint, clock_offset_ms};
+  }
+  e.nodes.clear();
+  for (const auto& n : nodes) {
+    Figures f;
+    for (const auto& g : n.gpus) {
+      f.utilization.push_back(g.utilization);
+      f.memory_used.push_back(g.memory_used);
+    }
+    e.nodes.emplace(n.name, std::move(f));
+  }
+}
+
+void LiveInventory::offset_stored(const std::string& cluster, Millis clock_offset_ms) {
+  std::lock_guard lock(mu_);
+  auto it = clusters_.find(cluster);
+  if (it != clusters_.end() && it->second.held) it->second.held->clock_offset_ms = clock_offset_ms;
+}
+
+void LiveInventory::figures(const std::string& cluster, const std::vector<NodeGpuFigures>& moved) {
+  if (moved.empty()) return;
+  std::lock_guard lock(mu_);
+  auto it = clusters_.find(cluster);
+  if (it == clusters_.end()) return;
+  for (const auto& m : moved) {
+    auto n = it->second.nodes.find(m.node);
+    if (n == it->second.nodes.end()) continue;  // not a node of the inventory held
+    n->second.utilization = m.utilization;
+    n->second.memory_used = m.memory_used;
+  }
+}
+
+void LiveInventory::forget(const std::string& cluster) {
+  std::lock_guard lock(mu_);
+  clusters_.erase(cluster);
+}
+
+void LiveInventory::overlay_locked(Node& node) const {
+  auto c = clusters_.find(node.cluster_id);
+  if (c == clusters_.end()) return;
+  auto it = c->second.nodes.find(node.name);
+  if (it == c->second.nodes.end()) return;
+  const Figures& f = it->second;
+  // Figures from another shape of the node (it changed since) are not laid on.
+  if (f.utilization.size() != node.gpus.size() || f.memory_used.size() != node.gpus.size()) return;
+  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
+    node.gpus[i].utilization = f.utilization[i];
+    node.gpus[i].memory_used = f.memory_used[i];
+  }
+}
+
+void LiveInventory::overlay(Node& node) const {
+  std::lock_guard lock(mu_);
+  overlay_locked(node);
+}
+
+void LiveInventory::overlay(std::vector<Node>& nodes) const {
+  std::lock_guard lock(mu_);
+  for (auto& n : nodes) overlay_locked(n);
+}
+
+}  // namespace cp
