@@ -19,17 +19,17 @@ namespace {
 // Label gpu-type=T, or a device of model T; a node that says nothing about
 // its type but lists "gpu/T" as allocatable offers T too. Worked out once per
 // cycle: the filter asks for every node and task.
-std::vector<std::string> offered_gpu_types(const Node& node, const Labels& labels) {
-  std::vector<std::string> out;
-  auto add = [&](std::string t) {
-    if (!t.empty() && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(std::move(t));
+std::vector<std::string_view> offered_gpu_types(const Node& node, const Labels& labels) {
+  std::vector<std::string_view> out;
+  auto add = [&](std::string_view t) {
+    if (!t.empty() && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
   };
   auto label = labels.find(std::string(kLabelGpuType));
   if (label != labels.end()) add(label->second);
   for (const auto& g : node.gpus) add(g.model);
   if (label == labels.end() && node.gpus.empty()) {
     for (const auto& [name, amount] : node.allocatable.amounts()) {
-      if (amount > 0 && name.starts_with(kGpuPrefix)) add(name.substr(kGpuPrefix.size()));
+      if (amount > 0 && name.starts_with(kGpuPrefix)) add(std::string_view(name).substr(kGpuPrefix.size()));
     }
   }
   return out;
@@ -41,22 +41,36 @@ namespace {
 
 constexpr std::int64_t kMaxGpuIndices = 4096;
 
+// The type of the first "gpu/<type>" of allocatable (Resources::gpu_type()),
+// as a view of the snapshot's key.
+std::string_view first_gpu_type(const Resources& r) {
+  for (const auto& [name, amount] : r.amounts()) {
+    if (name.starts_with(kGpuPrefix)) return std::string_view(name).substr(kGpuPrefix.size());
+  }
+  return {};
+}
+
 NodeView view_of(const Node& node) {
   NodeView v;
   v.node = &node;
-  v.labels = node.effective_labels();
-  v.maintenance = node.in_maintenance();
-  v.gpu_types = offered_gpu_types(node, v.labels);
+  if (!node.label_overrides.empty()) {
+    v.overridden = node.effective_labels();
+    v.has_overrides = true;
+  }
+  const Labels& labels = v.labels();
+  // in_maintenance() copies the labels again: only asked when the label is there at all.
+  v.maintenance = node.maintenance || (labels.contains(std::string(kLabelMaintenance)) && node.in_maintenance());
+  v.gpu_types = offered_gpu_types(node, labels);
   v.alloc_cpu = node.allocatable.get(kCpu);
   v.alloc_memory = node.allocatable.get(kMemory);
-  if (auto it = v.labels.find(std::string(kLabelGpuType)); it != v.labels.end() && !it->second.empty()) {
+  if (auto it = labels.find(std::string(kLabelGpuType)); it != labels.end() && !it->second.empty()) {
     v.gpu_type = it->second;
   } else if (!node.gpus.empty() && !node.gpus.front().model.empty()) {
     v.gpu_type = node.gpus.front().model;
   } else {
-    v.gpu_type = node.allocatable.gpu_type();
+    v.gpu_type = first_gpu_type(node.allocatable);
   }
-  v.gpu_capacity = v.gpu_type.empty() ? 0 : node.allocatable.get(std::string(kGpuPrefix) + v.gpu_type);
+  v.gpu_capacity = v.gpu_type.empty() ? 0 : node.allocatable.get(std::string(kGpuPrefix) + std::string(v.gpu_type));
   if (v.gpu_capacity == 0) v.gpu_capacity = node.allocatable.gpus();
   if (node.gpus.empty()) {
     // Bounded: an agent reporting an absurd GPU count must not make the
@@ -103,6 +117,27 @@ void NodeLoad::hold(const Resources& per_replica, std::int64_t times) {
   held_gpus += per_replica.gpus() * times;
 }
 
+void NodeAmounts::add(const Resources& r, std::int64_t times) {
+  for (const auto& [name, amount] : r.amounts()) {
+    Wide a = static_cast<Wide>(amount) * times;
+    if (name == kCpu) {
+      cpu += a;
+    } else if (name == kMemory) {
+      memory += a;
+    } else if (name.starts_with(kGpuPrefix)) {
+      gpus += a;
+    } else {
+      other.add(name, a);
+    }
+  }
+}
+
+Wide NodeAmounts::get(std::string_view name) const {
+  if (name == kCpu) return cpu;
+  if (name == kMemory) return memory;
+  return other.get(name);
+}
+
 Wide in_use(const NodeLoad& load, std::string_view name, LoadMode mode) {
   switch (mode) {
     case LoadMode::kAll: return load.used.get(name);
@@ -114,11 +149,11 @@ Wide in_use(const NodeLoad& load, std::string_view name, LoadMode mode) {
 
 Wide gpus_in_use(const NodeLoad& load, LoadMode mode) {
   switch (mode) {
-    case LoadMode::kAll: return load.used.gpus();
-    case LoadMode::kNoHolds: return load.used.gpus() - load.held.gpus();
-    case LoadMode::kDrained: return load.held.gpus();
+    case LoadMode::kAll: return load.used.gpus;
+    case LoadMode::kNoHolds: return load.used.gpus - load.held.gpus;
+    case LoadMode::kDrained: return load.held.gpus;
   }
-  return load.used.gpus();
+  return load.used.gpus;
 }
 
 bool NodeLoad::hosts_other_project(std::string_view project_group) const {
@@ -169,8 +204,8 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
     auto [it, added] = node_range_.try_emplace(nodes_[i].cluster_id(), i, i + 1);
     if (!added) it->second.second = i + 1;
     const NodeView& v = nodes_[i];
-    for (const auto& type : v.gpu_types) nodes_by_type_[v.cluster_id() + '\0' + type].push_back(i);
-    if (v.has_gpus()) nodes_by_type_[v.cluster_id() + '\0' + "any"].push_back(i);
+    for (std::string_view type : v.gpu_types) nodes_by_type_[{v.cluster_id(), type}].push_back(i);
+    if (v.has_gpus()) nodes_by_type_[{v.cluster_id(), "any"}].push_back(i);
   }
 
   running_.reserve(snapshot.running.size());
@@ -231,10 +266,7 @@ std::optional<std::size_t> CycleState::node_index(std::string_view cluster_id, s
 
 const std::vector<std::size_t>& CycleState::nodes_offering(std::string_view cluster_id,
                                                            std::string_view gpu_type) const {
-  std::string key(cluster_id);
-  key += '\0';
-  key += gpu_type;
-  auto it = nodes_by_type_.find(key);
+  auto it = nodes_by_type_.find({cluster_id, gpu_type});
   return it == nodes_by_type_.end() ? none_ : it->second;
 }
 

@@ -37,10 +37,24 @@ namespace cp::sched {
 // replica of a gang, so nothing here is a tree: GPU indices are a bitmask,
 // the holders a short list of views of the snapshot's and queue's strings
 // (both outlive the cycle).
+// Amounts on one node, kept as the filters and scores ask for them: cpu,
+// memory and GPUs (every gpu/<type> together) are plain sums, found without
+// comparing a name; anything else (rare) in a Tally.
+struct NodeAmounts {
+  Wide cpu = 0;
+  Wide memory = 0;
+  Wide gpus = 0;
+  Tally other;
+
+  void add(const Resources& r, std::int64_t times = 1);
+  // cpu, memory, or a resource that is not a GPU (GPUs: `gpus`).
+  Wide get(std::string_view name) const;
+};
+
 struct NodeLoad {
-  Tally used;                 // everything below, and placed/running work
+  NodeAmounts used;           // everything below, and placed/running work
   GpuIndexSet gpus_taken;     // device indices of running and placed work
-  Tally held;                 // part of `used`: reservations (no indices)
+  NodeAmounts held;           // part of `used`: reservations (no indices)
   std::int64_t held_gpus = 0;
   // Project groups with GPU work here, and how many replicas (soft
   // anti-affinity); a handful at most, in no particular order.
@@ -53,26 +67,32 @@ struct NodeLoad {
   bool hosts_other_project(std::string_view project_group) const;
 };
 
-// A node with what the scheduler derives from it once per cycle.
+// A node with what the scheduler derives from it once per cycle. The
+// strings are views of the snapshot's node (or of `overridden`, whose map
+// nodes stay put when the view is moved): 10,000 nodes are indexed per
+// cycle, so nothing is copied that need not be.
 struct NodeView {
   const Node* node = nullptr;
-  Labels labels;  // effective labels (admin overrides applied)
+  Labels overridden;  // the effective labels, only when admin overrides change them
+  bool has_overrides = false;
   bool maintenance = false;
   // The node's GPU type: label gpu-type, else the first device's model, else
   // the first "gpu/<type>" of allocatable; "" for a node without GPUs.
-  std::string gpu_type;
+  std::string_view gpu_type;
   // Schedulable GPUs: allocatable "gpu/<gpu_type>", else every gpu/* entry.
   std::int64_t gpu_capacity = 0;
   // Device indices, ascending: node.gpus[].index, or 0..gpu_capacity-1 when
   // the agent reported no devices.
   std::vector<int> gpu_indices;
   // Every GPU type the node offers (see offers_gpu_type).
-  std::vector<std::string> gpu_types;
+  std::vector<std::string_view> gpu_types;
   std::int64_t alloc_cpu = 0;  // allocatable cpu and memory, read once
   std::int64_t alloc_memory = 0;
 
   const std::string& cluster_id() const { return node->cluster_id; }
   const std::string& name() const { return node->name; }
+  // Effective labels (admin overrides applied).
+  const Labels& labels() const { return has_overrides ? overridden : node->labels; }
   bool has_gpus() const { return gpu_capacity > 0 || !node->gpus.empty(); }
   // Label gpu-type=T, or a device of model T; a node that says nothing about
   // its type but lists "gpu/T" as allocatable counts too.
@@ -203,7 +223,7 @@ class CycleState final : public LoadView {
   std::vector<bool> stopping_;
   std::vector<bool> claimed_;
   std::vector<std::size_t> stopping_list_;
-  std::map<std::string, std::vector<std::size_t>, std::less<>> running_by_cluster_;
+  std::unordered_map<std::string_view, std::vector<std::size_t>> running_by_cluster_;
   std::set<std::size_t> nodes_with_stopping_;
   std::set<std::size_t> nodes_with_holds_;
   std::map<std::size_t, std::vector<std::string>> node_holders_;
@@ -219,8 +239,8 @@ class CycleState final : public LoadView {
     }
   };
   std::unordered_map<std::pair<std::string_view, std::string_view>, std::size_t, NodeKeyHash> node_at_;
-  // "cluster\0type" -> nodes
-  std::map<std::string, std::vector<std::size_t>, std::less<>> nodes_by_type_;
+  // (cluster, type) -> nodes
+  std::map<std::pair<std::string_view, std::string_view>, std::vector<std::size_t>> nodes_by_type_;
 };
 
 }  // namespace cp::sched

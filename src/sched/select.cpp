@@ -18,7 +18,7 @@ namespace {
 using AttemptKey = std::pair<std::string, std::string>;
 
 AttemptKey key_of(const NodeView& node, const Request& request) {
-  return {node.cluster_id(), request.any_gpu() ? node.gpu_type : std::string()};
+  return {node.cluster_id(), request.any_gpu() ? std::string(node.gpu_type) : std::string()};
 }
 
 // Places all replicas on `nodes` (one attempt's nodes) or returns nullopt.

@@ -25,6 +25,7 @@ class Tally {
   using Entry = std::pair<std::string, Wide>;
   void add(const Resources& r, std::int64_t times = 1);
   void add(const Tally& t, std::int64_t times = 1);
+  void add(std::string_view name, Wide amount) { at(name) += amount; }
   Wide get(std::string_view name) const;
   // Every "gpu/<type>" entry together.
   Wide gpus() const;
