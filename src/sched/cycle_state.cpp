@@ -50,6 +50,16 @@ std::string_view first_gpu_type(const Resources& r) {
   return {};
 }
 
+// allocatable.get("gpu/" + type), without building the name.
+std::int64_t allocatable_of_type(const Resources& r, std::string_view type) {
+  for (const auto& [name, amount] : r.amounts()) {
+    if (name.size() == kGpuPrefix.size() + type.size() && name.starts_with(kGpuPrefix) && name.ends_with(type)) {
+      return amount;
+    }
+  }
+  return 0;
+}
+
 NodeView view_of(const Node& node) {
   NodeView v;
   v.node = &node;
@@ -70,7 +80,7 @@ NodeView view_of(const Node& node) {
   } else {
     v.gpu_type = first_gpu_type(node.allocatable);
   }
-  v.gpu_capacity = v.gpu_type.empty() ? 0 : node.allocatable.get(std::string(kGpuPrefix) + std::string(v.gpu_type));
+  v.gpu_capacity = v.gpu_type.empty() ? 0 : allocatable_of_type(node.allocatable, v.gpu_type);
   if (v.gpu_capacity == 0) v.gpu_capacity = node.allocatable.gpus();
   if (node.gpus.empty()) {
     // Bounded: an agent reporting an absurd GPU count must not make the
@@ -179,16 +189,23 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   for (const auto& g : snapshot.resource_groups) groups_.emplace(g.name, &g);
   for (const auto& pc : snapshot.priority_classes) classes_.emplace(pc.name, &pc);
 
-  std::vector<const Node*> nodes;
+  // Nodes of known clusters in (cluster id, name) order, as a stable sort
+  // would leave them: by cluster (ids in order, found by a hash), then by
+  // name inside each, where the store's order usually has them already.
+  std::unordered_map<std::string_view, std::size_t> cluster_rank;
+  for (const auto& [id, c] : clusters_) cluster_rank.emplace(id, cluster_rank.size());
+  std::vector<std::vector<const Node*>> by_cluster(cluster_rank.size());
   for (const auto& n : snapshot.nodes) {
-    if (clusters_.contains(n.cluster_id)) nodes.push_back(&n);
+    if (auto it = cluster_rank.find(n.cluster_id); it != cluster_rank.end()) by_cluster[it->second].push_back(&n);
   }
-  auto by_cluster_and_name = [](const Node* a, const Node* b) {
-    return std::tie(a->cluster_id, a->name) < std::tie(b->cluster_id, b->name);
-  };
-  // The store lists nodes in this order already: checking is cheaper than sorting.
-  if (!std::is_sorted(nodes.begin(), nodes.end(), by_cluster_and_name)) {
-    std::stable_sort(nodes.begin(), nodes.end(), by_cluster_and_name);
+  std::vector<const Node*> nodes;
+  nodes.reserve(snapshot.nodes.size());
+  auto by_name = [](const Node* a, const Node* b) { return a->name < b->name; };
+  for (auto& members : by_cluster) {
+    if (!std::is_sorted(members.begin(), members.end(), by_name)) {
+      std::stable_sort(members.begin(), members.end(), by_name);
+    }
+    nodes.insert(nodes.end(), members.begin(), members.end());
   }
   // A node reported twice would be counted twice; keep one.
   nodes.erase(
@@ -218,21 +235,22 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   }
   stopping_.assign(running_.size(), false);
   claimed_.assign(running_.size(), false);
-  running_nodes_.reserve(running_.size());
+  replicas_from_.reserve(running_.size() + 1);
+  replicas_from_.push_back(0);
   for (std::size_t w = 0; w < running_.size(); ++w) {
     const RunningWork& work = *running_[w];
     quota_.add_kept(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()),
                     work.project_group);
     running_by_cluster_[work.cluster_id].push_back(w);
-    auto& where = running_nodes_.emplace_back();
     for (const auto& p : work.placements) {
       // Work on a node the snapshot no longer lists still counts against its
       // group's quota; there is just no node to charge.
       auto i = node_index(work.cluster_id, p.node);
-      where.push_back(i);
+      replica_nodes_.push_back(i);
       if (!i) continue;
       loads_[*i].add(work.per_replica, p.gpu_indices, work.project_group);
     }
+    replicas_from_.push_back(replica_nodes_.size());
     if (work.stopping) mark_stopping(w);
   }
 }
@@ -337,7 +355,7 @@ void CycleState::hold_over(const Task& task, const Placement& placement, const s
       quota_freed.add(work.per_replica, static_cast<std::int64_t>(work.placements.size()));
     }
     if (work.cluster_id != placement.cluster_id) continue;
-    for (const auto& i : running_nodes_[w]) {
+    for (const auto& i : running_nodes(w)) {
       if (i) freed[*i].add(work.per_replica);
     }
   }
@@ -364,7 +382,7 @@ void CycleState::mark_stopping(std::size_t w) {
   if (stopping_[w] && !running_[w]->stopping) return;  // marked in this cycle already
   stopping_[w] = true;
   stopping_list_.push_back(w);
-  for (const auto& i : running_nodes_[w]) {
+  for (const auto& i : running_nodes(w)) {
     if (i) nodes_with_stopping_.insert(*i);
   }
 }
@@ -373,7 +391,7 @@ void CycleState::take_out(std::size_t w, Overlay& overlay) {
   const RunningWork& work = *running_[w];
   quota_.add(work.resource_group, work.per_replica, -static_cast<std::int64_t>(work.placements.size()));
   for (std::size_t r = 0; r < work.placements.size(); ++r) {
-    if (auto i = running_nodes_[w][r]) {
+    if (auto i = running_nodes(w)[r]) {
       overlay.edit(*i).remove(work.per_replica, work.placements[r].gpu_indices, work.project_group);
     }
   }
@@ -383,7 +401,7 @@ void CycleState::put_back(std::size_t w, Overlay& overlay) {
   const RunningWork& work = *running_[w];
   quota_.add(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()));
   for (std::size_t r = 0; r < work.placements.size(); ++r) {
-    if (auto i = running_nodes_[w][r]) {
+    if (auto i = running_nodes(w)[r]) {
       overlay.edit(*i).add(work.per_replica, work.placements[r].gpu_indices, work.project_group);
     }
   }

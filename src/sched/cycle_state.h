@@ -21,6 +21,7 @@
 #include <optional>
 #include <ranges>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -175,8 +176,8 @@ class CycleState final : public LoadView {
   // snapshot says or as this cycle decided (mark_stopping).
   const RunningWork& running(std::size_t work) const { return *running_[work]; }
   // The node index of each replica of running work (nullopt: the node is gone).
-  const std::vector<std::optional<std::size_t>>& running_nodes(std::size_t work) const {
-    return running_nodes_[work];
+  std::span<const std::optional<std::size_t>> running_nodes(std::size_t work) const {
+    return {replica_nodes_.data() + replicas_from_[work], replicas_from_[work + 1] - replicas_from_[work]};
   }
   bool stopping(std::size_t work) const { return stopping_[work]; }
   // Indices of all stopping work (the snapshot's and this cycle's victims).
@@ -219,7 +220,10 @@ class CycleState final : public LoadView {
   QuotaBook quota_;
   std::vector<const RunningWork*> running_;
   // Per running work, the node index of each replica (nullopt: node gone).
-  std::vector<std::vector<std::optional<std::size_t>>> running_nodes_;
+  // All of them in one array (work w: [replicas_from_[w], replicas_from_[w + 1])),
+  // not one small vector per attempt to allocate and free.
+  std::vector<std::optional<std::size_t>> replica_nodes_;
+  std::vector<std::size_t> replicas_from_;
   std::vector<bool> stopping_;
   std::vector<bool> claimed_;
   std::vector<std::size_t> stopping_list_;
