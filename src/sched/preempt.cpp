@@ -32,13 +32,14 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
   const Task& task = *c.task;
   std::vector<Victim> out;
   // Short of nodes: only work on a node the task could use at all frees room for it.
-  std::map<std::size_t, bool> usable_node;
+  // Per node: -1 not asked yet, else whether it could take the task at all.
+  std::vector<signed char> usable_node(state.nodes().size(), -1);
   auto on_usable_node = [&](std::size_t w) {
     for (const auto& i : state.running_nodes(w)) {
       if (!i) continue;
-      auto [it, added] = usable_node.try_emplace(*i, false);
-      if (added) it->second = statically_fits(state.nodes()[*i], *c.group, request);
-      if (it->second) return true;
+      signed char& usable = usable_node[*i];
+      if (usable < 0) usable = statically_fits(state.nodes()[*i], *c.group, request) ? 1 : 0;
+      if (usable == 1) return true;
     }
     return false;
   };
@@ -46,13 +47,15 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
     for (std::size_t w : state.running_on(cluster)) {
       const RunningWork& work = state.running(w);
       if (state.stopping(w) || !work.preemptible || work.task_id == task.id) continue;
+      bool priority = priority_ok && work.priority < task.priority;
+      // Neither kind can hold (reclaim needs reclaim_ok): skip the lookups below.
+      if (!priority && !reclaim_ok) continue;
       if (!frees_something(work, request)) continue;
       if (blocked == Blocked::kCapacity && !on_usable_node(w)) continue;
       const ResourceGroup* g = state.group(work.resource_group);
       bool same_cohort = g != nullptr && !c.group->cohort.empty() && g->cohort == c.group->cohort;
       bool reclaim = reclaim_ok && same_cohort && work.resource_group != task.resource_group &&
                      borrows_what_is_asked(state, work, request);
-      bool priority = priority_ok && work.priority < task.priority;
       if (!reclaim && !priority) continue;
       // Short of quota: only work charged to the task's group (or, for
       // borrowing, its cohort) gives quota back.
