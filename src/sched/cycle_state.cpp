@@ -306,7 +306,37 @@ std::vector<std::string> CycleState::quota_holders(std::string_view group) const
   return it == quota_holders_.end() ? std::vector<std::string>{} : it->second;
 }
 
+void CycleState::changed_nodes(std::string_view cluster_id) {
+  ++changes_;
+  if (const Cluster* c = cluster(cluster_id)) {
+    cluster_changed_[c->id] = changes_;
+  } else {
+    unscoped_change_ = changes_;  // cannot happen: placements are in known clusters
+  }
+}
+
+void CycleState::changed_quota(std::string_view group_name) {
+  ++changes_;
+  if (const ResourceGroup* g = group(group_name)) {
+    quota_changed_[quota_scope(*g)] = changes_;
+  } else {
+    unscoped_change_ = changes_;
+  }
+}
+
+bool CycleState::unchanged_since(std::uint64_t mark, const std::vector<std::string>& clusters,
+                                 const ResourceGroup& g) const {
+  if (unscoped_change_ > mark) return false;
+  if (auto it = quota_changed_.find(quota_scope(g)); it != quota_changed_.end() && it->second > mark) return false;
+  for (const auto& id : clusters) {
+    if (auto it = cluster_changed_.find(id); it != cluster_changed_.end() && it->second > mark) return false;
+  }
+  return true;
+}
+
 void CycleState::commit(const Task& task, const Placement& placement) {
+  changed_quota(task.resource_group);
+  changed_nodes(placement.cluster_id);
   quota_.add(task.resource_group, placement.per_replica, static_cast<std::int64_t>(placement.placements.size()),
              task.project_group);
   for (const auto& p : placement.placements) {
@@ -316,6 +346,7 @@ void CycleState::commit(const Task& task, const Placement& placement) {
 }
 
 void CycleState::hold(const Task& task, const Placement& placement) {
+  changed_nodes(placement.cluster_id);
   hold_quota(task, placement.per_replica, static_cast<int>(placement.placements.size()));
   for (const auto& p : placement.placements) {
     auto i = node_index(placement.cluster_id, p.node);
@@ -342,6 +373,7 @@ Resources beyond(const Tally& need, const Tally& freed) {
 }  // namespace
 
 void CycleState::hold_over(const Task& task, const Placement& placement, const std::vector<std::size_t>& claimed) {
+  changed_nodes(placement.cluster_id);
   std::map<std::size_t, Tally> need, freed;
   for (const auto& p : placement.placements) {
     if (auto i = node_index(placement.cluster_id, p.node)) need[*i].add(placement.per_replica);
@@ -371,6 +403,7 @@ void CycleState::hold_over(const Task& task, const Placement& placement, const s
 }
 
 void CycleState::hold_quota(const Task& task, const Resources& per_replica, int replicas) {
+  changed_quota(task.resource_group);
   Resources typed = per_replica;
   typed.set(kGpuAny, 0);
   quota_.hold(task.resource_group, typed, replicas);
@@ -381,10 +414,29 @@ void CycleState::hold_quota(const Task& task, const Resources& per_replica, int 
 void CycleState::mark_stopping(std::size_t w) {
   if (stopping_[w] && !running_[w]->stopping) return;  // marked in this cycle already
   stopping_[w] = true;
+  stopping_by_cluster_[running_[w]->cluster_id].push_back(stopping_list_.size());
+  stopping_by_group_[running_[w]->resource_group].push_back(stopping_list_.size());
   stopping_list_.push_back(w);
   for (const auto& i : running_nodes(w)) {
     if (i) nodes_with_stopping_.insert(*i);
   }
+}
+
+std::vector<std::size_t> CycleState::stopping_within(std::string_view group,
+                                                     const std::vector<std::string>& clusters) const {
+  std::vector<std::size_t> positions;
+  auto gather = [&](const auto& index, std::string_view key) {
+    if (auto it = index.find(key); it != index.end()) positions.insert(positions.end(), it->second.begin(), it->second.end());
+  };
+  gather(stopping_by_group_, group);
+  for (const auto& c : clusters) gather(stopping_by_cluster_, c);
+  std::sort(positions.begin(), positions.end());
+  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  std::vector<std::size_t> out;
+  for (std::size_t p : positions) {
+    if (!claimed_[stopping_list_[p]]) out.push_back(stopping_list_[p]);
+  }
+  return out;
 }
 
 void CycleState::take_out(std::size_t w, Overlay& overlay) {

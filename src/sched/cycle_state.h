@@ -182,6 +182,11 @@ class CycleState final : public LoadView {
   bool stopping(std::size_t work) const { return stopping_[work]; }
   // Indices of all stopping work (the snapshot's and this cycle's victims).
   const std::vector<std::size_t>& stopping_work() const { return stopping_list_; }
+  // Of those, the work not claimed yet that could make room for a task of
+  // `group` using `clusters` (ascending ids): on one of the clusters, or
+  // charged to the group's quota. In stopping_work() order, found through
+  // an index rather than by looking at all of it for every blocked task.
+  std::vector<std::size_t> stopping_within(std::string_view group, const std::vector<std::string>& clusters) const;
   // Running work on the cluster, by index into running().
   const std::vector<std::size_t>& running_on(std::string_view cluster_id) const;
   // Nodes whose load has stopping work, and nodes with holds.
@@ -206,12 +211,31 @@ class CycleState final : public LoadView {
   // Running work chosen as a victim in this cycle: stopping from now on.
   void mark_stopping(std::size_t work);
 
+  // A mark of the state as it is now, and whether, since a mark, nothing has
+  // changed that a task of `group` fitting in `clusters` would read: loads
+  // and holds of those clusters' nodes, quota of the group and its cohort.
+  // Lets the cycle reuse a what-if answer for the next task alike (Cycle's
+  // "behind reservation" memo) instead of asking again.
+  std::uint64_t mark() const { return changes_; }
+  bool unchanged_since(std::uint64_t mark, const std::vector<std::string>& clusters, const ResourceGroup& group) const;
+
   // Removes (or puts back) running work from a what-if overlay and the quota.
   void take_out(std::size_t work, Overlay& overlay);
   void put_back(std::size_t work, Overlay& overlay);
 
  private:
+  void changed_nodes(std::string_view cluster_id);
+  void changed_quota(std::string_view group);
+  // Whose quota a group's answers read: its cohort's, or its own outside one.
+  std::string_view quota_scope(const ResourceGroup& g) const { return g.cohort.empty() ? g.name : g.cohort; }
+
   const Snapshot* snapshot_;
+  // Changes so far, and the last change per cluster (by id) and per quota
+  // scope; views of the snapshot's strings.
+  std::uint64_t changes_ = 0;
+  std::uint64_t unscoped_change_ = 0;  // quota of a group the snapshot does not know
+  std::unordered_map<std::string_view, std::uint64_t> cluster_changed_;
+  std::unordered_map<std::string_view, std::uint64_t> quota_changed_;
   std::map<std::string, const Cluster*, std::less<>> clusters_;
   std::map<std::string, const ResourceGroup*, std::less<>> groups_;
   std::map<std::string, const PriorityClass*, std::less<>> classes_;
@@ -227,6 +251,9 @@ class CycleState final : public LoadView {
   std::vector<bool> stopping_;
   std::vector<bool> claimed_;
   std::vector<std::size_t> stopping_list_;
+  // Positions in stopping_list_, by the work's cluster and by its group.
+  std::unordered_map<std::string_view, std::vector<std::size_t>> stopping_by_cluster_;
+  std::unordered_map<std::string_view, std::vector<std::size_t>> stopping_by_group_;
   std::unordered_map<std::string_view, std::vector<std::size_t>> running_by_cluster_;
   std::set<std::size_t> nodes_with_stopping_;
   std::set<std::size_t> nodes_with_holds_;

@@ -26,6 +26,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     options.policy = group.placement;
     options.may_borrow = c.may_borrow;
     options.count_held = count_held;
+    options.explain = explain;
     selection = select_gang(state, group, *c.task, request, nodes.fit, options);
   }
   if (selection.placement) {
@@ -35,7 +36,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     out.placement = std::move(selection.placement);
     return out;
   }
-  if (!selection.quota.empty()) {
+  if (selection.quota_refused) {
     out.reasons = std::move(selection.quota);
     out.blocked = Blocked::kQuota;
     return out;

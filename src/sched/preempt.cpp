@@ -46,10 +46,11 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
   for (const auto& cluster : c.clusters.usable) {
     for (std::size_t w : state.running_on(cluster)) {
       const RunningWork& work = state.running(w);
-      if (state.stopping(w) || !work.preemptible || work.task_id == task.id) continue;
+      if (state.stopping(w) || !work.preemptible) continue;
       bool priority = priority_ok && work.priority < task.priority;
       // Neither kind can hold (reclaim needs reclaim_ok): skip the lookups below.
       if (!priority && !reclaim_ok) continue;
+      if (work.task_id == task.id) continue;
       if (!frees_something(work, request)) continue;
       if (blocked == Blocked::kCapacity && !on_usable_node(w)) continue;
       const ResourceGroup* g = state.group(work.resource_group);

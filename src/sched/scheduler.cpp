@@ -105,6 +105,15 @@ class Cycle {
     bool not_behind_holds = false;   // a. does not fit even without holds
     bool not_after_stopping = false; // b. does not fit even once stopping work is gone
     bool no_victims = false;         // c. no victim set makes it fit
+    // a. the last "behind reservation" answer, still the answer while
+    // nothing it read has changed (state mark) for a task of the same
+    // project group (nodes are ranked by it).
+    struct Behind {
+      std::uint64_t mark = 0;
+      std::string_view project_group;
+      PendingReason reason;
+    };
+    std::optional<Behind> behind;
   };
 
   void one(const QueuedTask& queued) {
@@ -143,7 +152,7 @@ class Cycle {
   //   d. it is the first blocked task of its group: it reserves what it waits for.
   void blocked(const TaskContext& c, Failed& f, std::vector<PendingReason>& why) {
     if (!f.not_behind_holds) {
-      if (behind_holds(c, why)) return;
+      if (behind_holds(c, f, why)) return;
       f.not_behind_holds = true;
     }
     if (!f.not_after_stopping) {
@@ -162,8 +171,13 @@ class Cycle {
     reserve(c, how, why);
   }
 
-  bool behind_holds(const TaskContext& c, std::vector<PendingReason>& why) {
+  bool behind_holds(const TaskContext& c, Failed& failed, std::vector<PendingReason>& why) {
     if (state_.nodes_with_holds().empty() && !state_.quota().has_holds()) return false;
+    if (failed.behind && failed.behind->project_group == c.task->project_group &&
+        state_.unchanged_since(failed.behind->mark, c.clusters.usable, *c.group)) {
+      why.insert(why.begin(), failed.behind->reason);
+      return true;
+    }
     ModeView free_of_holds(state_, LoadMode::kNoHolds);
     Fit f = fit_shapes(state_, free_of_holds, c, false, false);
     if (!f.placement) return false;
@@ -175,7 +189,8 @@ class Cycle {
     for (auto& t : state_.quota_holders(c.group->name)) holders.push_back(t);
     std::sort(holders.begin(), holders.end());
     holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
-    why.insert(why.begin(), reasons::reservation(holders));
+    failed.behind = Failed::Behind{state_.mark(), c.task->project_group, reasons::reservation(holders)};
+    why.insert(why.begin(), failed.behind->reason);
     return true;
   }
 
@@ -183,14 +198,7 @@ class Cycle {
     if (state_.nodes_with_stopping().empty()) return false;
     // Work stopping and not yet claimed by an earlier task of this cycle.
     // Only what could make room for this task: in its clusters, or its group's quota.
-    std::vector<std::size_t> stopping;
-    for (std::size_t w : state_.stopping_work()) {
-      if (state_.claimed(w)) continue;
-      const RunningWork& work = state_.running(w);
-      bool in_reach = work.resource_group == c.task->resource_group ||
-                      std::binary_search(c.clusters.usable.begin(), c.clusters.usable.end(), work.cluster_id);
-      if (in_reach) stopping.push_back(w);
-    }
+    std::vector<std::size_t> stopping = state_.stopping_within(c.task->resource_group, c.clusters.usable);
     if (stopping.empty()) return false;
     Overlay freed(state_);
     for (std::size_t w : stopping) state_.take_out(w, freed);

@@ -145,8 +145,11 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
     if (request.any_gpu()) {
       // Admission of a bare GPU count waits until here: only now is the type
       // (and so the quota entry it is charged to) known.
-      auto refused = state.quota().check(group, per_replica, request.replicas, options.may_borrow, options.count_held);
-      if (!refused.empty()) {
+      if (!state.quota().fits(group, per_replica, request.replicas, options.may_borrow, options.count_held)) {
+        out.quota_refused = true;
+        if (!options.explain) continue;
+        auto refused =
+            state.quota().check(group, per_replica, request.replicas, options.may_borrow, options.count_held);
         for (auto& r : refused) {
           if (quota_reported.insert(r.details["resource"].as_string().c_str()).second) {
             out.quota.push_back(std::move(r));

@@ -18,6 +18,7 @@ struct Selection {
   // For "gpu/any": GPU types that had room in some cluster but not in the
   // group's quota (one reason per type). Empty otherwise.
   std::vector<PendingReason> quota;
+  bool quota_refused = false;  // some type was refused by quota (the reasons only when explaining)
 };
 
 struct SelectOptions {
@@ -26,6 +27,7 @@ struct SelectOptions {
   PlacementPolicy policy = PlacementPolicy::binpack;
   bool may_borrow = true;  // for the quota of "gpu/any", known only here
   bool count_held = true;
+  bool explain = true;  // false: Selection::quota stays empty (quota_refused still says)
 };
 
 // `fit`: the nodes that passed feasibility for one replica (ascending index).
