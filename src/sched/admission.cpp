@@ -110,10 +110,16 @@ std::vector<std::pair<std::string, std::int64_t>> QuotaBook::top_holders(const A
                                                                        std::string_view resource) const {
   std::vector<std::pair<std::string, std::int64_t>> out;
   if (a == nullptr || a->holdings.empty()) return out;
-  std::map<std::string_view, Wide> sums;
+  // A group's holders are a few project groups: a flat list, sorted by name
+  // once at the end (the order the stable sort below starts from).
+  std::vector<std::pair<std::string_view, Wide>> sums;
   for (const auto& held : a->holdings) {
-    sums[held.holder] += static_cast<Wide>(held.per_replica->get(resource)) * held.replicas;
+    std::int64_t each = held.per_replica->get(resource);
+    auto it = std::find_if(sums.begin(), sums.end(), [&](const auto& s) { return s.first == held.holder; });
+    if (it == sums.end()) it = sums.insert(sums.end(), {held.holder, 0});
+    it->second += static_cast<Wide>(each) * held.replicas;
   }
+  std::sort(sums.begin(), sums.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   for (const auto& [holder, amount] : sums) {
     if (amount > 0) out.emplace_back(std::string(holder), narrow(amount));
   }

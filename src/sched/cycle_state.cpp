@@ -157,6 +157,24 @@ Wide in_use(const NodeLoad& load, std::string_view name, LoadMode mode) {
   return load.used.get(name);
 }
 
+Wide cpu_in_use(const NodeLoad& load, LoadMode mode) {
+  switch (mode) {
+    case LoadMode::kAll: return load.used.cpu;
+    case LoadMode::kNoHolds: return load.used.cpu - load.held.cpu;
+    case LoadMode::kDrained: return load.held.cpu;
+  }
+  return load.used.cpu;
+}
+
+Wide memory_in_use(const NodeLoad& load, LoadMode mode) {
+  switch (mode) {
+    case LoadMode::kAll: return load.used.memory;
+    case LoadMode::kNoHolds: return load.used.memory - load.held.memory;
+    case LoadMode::kDrained: return load.held.memory;
+  }
+  return load.used.memory;
+}
+
 Wide gpus_in_use(const NodeLoad& load, LoadMode mode) {
   switch (mode) {
     case LoadMode::kAll: return load.used.gpus;
@@ -213,7 +231,13 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
                   [](const Node* a, const Node* b) { return a->cluster_id == b->cluster_id && a->name == b->name; }),
       nodes.end());
   nodes_.reserve(nodes.size());
-  for (const Node* n : nodes) nodes_.push_back(view_of(*n));
+  for (const Node* n : nodes) {
+    NodeView& v = nodes_.emplace_back(view_of(*n));
+    for (std::string_view type : v.gpu_types) {
+      int id = gpu_type_ids_.try_emplace(type, static_cast<int>(gpu_type_ids_.size())).first->second;
+      if (id < 64) v.gpu_type_bits |= std::uint64_t{1} << id;
+    }
+  }
   loads_.resize(nodes_.size());
   node_at_.reserve(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -280,6 +304,11 @@ std::optional<std::size_t> CycleState::node_index(std::string_view cluster_id, s
   auto it = node_at_.find(std::pair(cluster_id, name));
   if (it == node_at_.end()) return std::nullopt;
   return it->second;
+}
+
+int CycleState::gpu_type_id(std::string_view type) const {
+  auto it = gpu_type_ids_.find(type);
+  return it == gpu_type_ids_.end() ? Request::kGpuTypeNowhere : it->second;
 }
 
 const std::vector<std::size_t>& CycleState::nodes_offering(std::string_view cluster_id,

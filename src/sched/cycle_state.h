@@ -29,6 +29,7 @@
 
 #include "sched/admission.h"
 #include "sched/gpu_set.h"
+#include "sched/request.h"
 #include "sched/scheduler.h"
 #include "sched/tally.h"
 
@@ -87,6 +88,8 @@ struct NodeView {
   std::vector<int> gpu_indices;
   // Every GPU type the node offers (see offers_gpu_type).
   std::vector<std::string_view> gpu_types;
+  // The same as bits of their cycle ids (CycleState::gpu_type_id) below 64.
+  std::uint64_t gpu_type_bits = 0;
   std::int64_t alloc_cpu = 0;  // allocatable cpu and memory, read once
   std::int64_t alloc_memory = 0;
 
@@ -98,6 +101,12 @@ struct NodeView {
   // Label gpu-type=T, or a device of model T; a node that says nothing about
   // its type but lists "gpu/T" as allocatable counts too.
   bool offers_gpu_type(std::string_view type) const;
+  // The same for a request whose type the cycle has resolved to an id.
+  bool offers_gpu_type(std::string_view type, int id) const {
+    if (id >= 0 && id < 64) return (gpu_type_bits >> id) & 1u;
+    if (id == -1) return false;  // Request::kGpuTypeNowhere
+    return offers_gpu_type(type);
+  }
 };
 
 // How a view counts what is on a node.
@@ -110,6 +119,9 @@ enum class LoadMode {
 // The amount of `name` (or of every GPU) in use on the node, as `mode` counts it.
 Wide in_use(const NodeLoad& load, std::string_view name, LoadMode mode);
 Wide gpus_in_use(const NodeLoad& load, LoadMode mode);
+// in_use(load, kCpu / kMemory, mode), without a name to compare.
+Wide cpu_in_use(const NodeLoad& load, LoadMode mode);
+Wide memory_in_use(const NodeLoad& load, LoadMode mode);
 
 // Where the loads of the nodes come from: the cycle's own, or an overlay,
 // counted in one mode.
@@ -167,6 +179,9 @@ class CycleState final : public LoadView {
   std::optional<std::size_t> node_index(std::string_view cluster_id, std::string_view name) const;
   // Nodes of a cluster that offer a GPU type ("any": every node with GPUs), ascending.
   const std::vector<std::size_t>& nodes_offering(std::string_view cluster_id, std::string_view gpu_type) const;
+
+  // A small id for a GPU type some node offers, Request::kGpuTypeNowhere for others.
+  int gpu_type_id(std::string_view type) const;
 
   const NodeLoad& load(std::size_t node) const override { return loads_[node]; }
   const QuotaBook& quota() const { return quota_; }
@@ -235,6 +250,7 @@ class CycleState final : public LoadView {
   std::uint64_t changes_ = 0;
   std::uint64_t unscoped_change_ = 0;  // quota of a group the snapshot does not know
   std::unordered_map<std::string_view, std::uint64_t> cluster_changed_;
+  std::unordered_map<std::string_view, int> gpu_type_ids_;  // views of the nodes' strings
   std::unordered_map<std::string_view, std::uint64_t> quota_changed_;
   std::map<std::string, const Cluster*, std::less<>> clusters_;
   std::map<std::string, const ResourceGroup*, std::less<>> groups_;

@@ -114,7 +114,8 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
   if (node.maintenance) return NodeMisfit::kMaintenance;
   if (!labels_match(group.node_selector, node.labels())) return NodeMisfit::kSelectorMismatch;
   if (request.wants_gpus()) {
-    bool type_ok = request.any_gpu() ? node.has_gpus() : node.offers_gpu_type(request.gpu_type);
+    bool type_ok =
+        request.any_gpu() ? node.has_gpus() : node.offers_gpu_type(request.gpu_type, request.gpu_type_id);
     if (!type_ok) return NodeMisfit::kGpuTypeMismatch;
   }
 
@@ -122,10 +123,10 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
   auto lacks = [&](std::string_view name, std::int64_t asked) {
     return static_cast<Wide>(alloc.get(name)) - in_use(load, name, mode) < asked;
   };
-  if (request.cpu > 0 && static_cast<Wide>(node.alloc_cpu) - in_use(load, kCpu, mode) < request.cpu) {
+  if (request.cpu > 0 && static_cast<Wide>(node.alloc_cpu) - cpu_in_use(load, mode) < request.cpu) {
     return NodeMisfit::kInsufficientCpu;
   }
-  if (request.memory > 0 && static_cast<Wide>(node.alloc_memory) - in_use(load, kMemory, mode) < request.memory) {
+  if (request.memory > 0 && static_cast<Wide>(node.alloc_memory) - memory_in_use(load, mode) < request.memory) {
     return NodeMisfit::kInsufficientMemory;
   }
   if (request.wants_gpus() && free_gpus(node, load, mode) < request.gpus) return NodeMisfit::kInsufficientGpu;

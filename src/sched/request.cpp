@@ -66,6 +66,7 @@ Result<Request> request_of(const Task& task, int shape) {
     if (req.gpu_type.empty()) return invalid_request("\"gpu/\" names no GPU type", "\"gpu/\" 未指明 GPU 类型");
     req.gpus = amount;
   }
+  req.any = req.gpu_type == "any";
   return req;
 }
 

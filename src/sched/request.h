@@ -21,9 +21,15 @@ struct Request {
   std::int64_t cpu = 0;     // per_replica's cpu and memory, read once
   std::int64_t memory = 0;
   bool others = false;      // per_replica names something besides cpu, memory and GPUs
+  bool any = false;         // gpu_type is "any"
+  // The cycle's id of gpu_type (CycleState::gpu_type_id), so that node filters
+  // compare ints: kGpuTypeUnresolved until the cycle sets it.
+  int gpu_type_id = kGpuTypeUnresolved;
+  static constexpr int kGpuTypeUnresolved = -2;
+  static constexpr int kGpuTypeNowhere = -1;  // no node of the cycle offers it
 
   bool wants_gpus() const { return gpus > 0; }
-  bool any_gpu() const { return gpu_type == "any"; }
+  bool any_gpu() const { return any; }
   // per_replica with "gpu/any" replaced by "gpu/<type>".
   Resources resolved(std::string_view type) const;
   // per_replica without "gpu/any": the part whose quota is known before a

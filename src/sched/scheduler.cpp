@@ -40,6 +40,8 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
   for (int shape : shapes_open(task, c.waited_ms)) {
     auto request = request_of(task, shape);
     if (!request) return std::vector{reasons::invalid_request(request.error())};
+    // Node filters then compare the type as an int.
+    if (request->wants_gpus() && !request->any_gpu()) request->gpu_type_id = state.gpu_type_id(request->gpu_type);
     c.shapes.push_back(std::move(*request));
   }
   c.group = state.group(task.resource_group);
