@@ -19,6 +19,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   // First only where it can fit; every node, counted per cause, only to
   // explain a failure.
   NodeFeasibility nodes = feasible_nodes(state, loads, usable, group, request, false);
+  out.no_node_fits = nodes.fit.empty();
   Selection selection;
   if (!nodes.fit.empty()) {
     SelectOptions options;

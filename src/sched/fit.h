@@ -32,6 +32,9 @@ struct Fit {
   std::optional<Placement> placement;
   std::vector<PendingReason> reasons;
   Blocked blocked = Blocked::kNo;  // of the primary shape
+  // Quota admitted it, and no node of the clusters looked at could take even
+  // one replica (fit_shape only).
+  bool no_node_fits = false;
 };
 
 // One shape. `clusters` narrows the usable clusters (nullptr: all of them).

@@ -82,17 +82,37 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   Overlay overlay(state);
   std::vector<Victim> chosen;
   std::optional<Placement> placed;
+  // Short of nodes: clusters where, on the overlay as it is, no node can take
+  // one replica. Only the next victim's nodes change there, so unless one of
+  // them can take a replica once it is gone, asking the cluster again would
+  // give the same no (a failed search tries up to max_victims victims).
+  std::vector<std::string_view> nothing_fits;
+  auto known_empty = [&](std::string_view cluster) {
+    return std::find(nothing_fits.begin(), nothing_fits.end(), cluster) != nothing_fits.end();
+  };
+  auto frees_a_node = [&](std::size_t w) {
+    for (const auto& i : state.running_nodes(w)) {
+      if (i && !node_misfit(state.nodes()[*i], overlay.load(*i), *c.group, request, overlay.mode())) return true;
+    }
+    return false;
+  };
   for (const Victim& v : pool) {
     if (static_cast<int>(chosen.size()) >= max_victims) break;
     state.take_out(v.work, overlay);
     chosen.push_back(v);
     // Short of nodes: the victim's cluster is the one that changed. Short of
     // quota: freed quota may be used in any cluster.
-    std::vector<std::string> one{state.running(v.work).cluster_id};
+    const std::string& cluster = state.running(v.work).cluster_id;
+    if (blocked == Blocked::kCapacity && known_empty(cluster) && !frees_a_node(v.work)) continue;
+    std::vector<std::string> one{cluster};
     Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &one : nullptr, false);
     if (f.placement) {
       placed = std::move(f.placement);
       break;
+    }
+    if (blocked == Blocked::kCapacity) {
+      std::erase(nothing_fits, std::string_view(cluster));
+      if (f.no_node_fits) nothing_fits.push_back(cluster);
     }
   }
   if (!placed) {
