@@ -86,6 +86,7 @@ struct NodeView {
   // Device indices, ascending: node.gpus[].index, or 0..gpu_capacity-1 when
   // the agent reported no devices.
   std::vector<int> gpu_indices;
+  bool dense_gpu_indices = false;  // gpu_indices are exactly 0..size-1
   // Every GPU type the node offers (see offers_gpu_type).
   std::vector<std::string_view> gpu_types;
   // The same as bits of their cycle ids (CycleState::gpu_type_id) below 64.

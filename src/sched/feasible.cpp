@@ -89,9 +89,13 @@ Wide free_gpus(const NodeView& node, const NodeLoad& load, LoadMode mode) {
   auto indices = static_cast<Wide>(node.gpu_indices.size());
   Wide by_index = indices;
   if (mode != LoadMode::kDrained && !load.gpus_taken.empty()) {
-    by_index = 0;
-    for (int i : node.gpu_indices) {
-      if (!load.gpus_taken.contains(i)) ++by_index;
+    if (node.dense_gpu_indices) {
+      by_index = indices - static_cast<Wide>(load.gpus_taken.count_below(static_cast<int>(indices)));
+    } else {
+      by_index = 0;
+      for (int i : node.gpu_indices) {
+        if (!load.gpus_taken.contains(i)) ++by_index;
+      }
     }
   }
   // Held GPUs have no indices yet; they are taken from the free ones.

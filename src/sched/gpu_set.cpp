@@ -1,6 +1,7 @@
 #include "sched/gpu_set.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace cp::sched {
 
@@ -11,6 +12,22 @@ bool GpuIndexSet::contains(int index) const {
     return w < high_.size() && ((high_[w] >> (index % 64)) & 1u);
   }
   return std::binary_search(others_.begin(), others_.end(), index);
+}
+
+std::size_t GpuIndexSet::count_below(int n) const {
+  if (n <= 0) return 0;
+  auto bits_below = [](std::uint64_t word, int k) {  // members of word among its lowest k bits
+    return static_cast<std::size_t>(std::popcount(k >= 64 ? word : word & ((std::uint64_t{1} << k) - 1)));
+  };
+  std::size_t out = bits_below(low_, n);
+  for (std::size_t w = 0; w < high_.size() && 64 * (static_cast<int>(w) + 1) < n; ++w) {
+    out += bits_below(high_[w], n - 64 * (static_cast<int>(w) + 1));
+  }
+  if (n > kMaskedIndices) {
+    out += static_cast<std::size_t>(std::lower_bound(others_.begin(), others_.end(), n) -
+                                    std::lower_bound(others_.begin(), others_.end(), kMaskedIndices));
+  }
+  return out;
 }
 
 void GpuIndexSet::insert(int index) {

@@ -17,6 +17,9 @@ class GpuIndexSet {
   void erase(int index);
   bool empty() const { return count_ == 0; }
   std::size_t size() const { return count_; }
+  // How many of 0..n-1 are in the set: a popcount for a node whose devices
+  // are numbered 0..n-1 (the usual case), instead of a lookup per device.
+  std::size_t count_below(int n) const;
 
  private:
   // Indices below this go in the bitmask; an agent may report any int, so

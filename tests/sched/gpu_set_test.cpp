@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace cp::sched {
@@ -69,6 +70,31 @@ TEST(GpuIndexSet, AgreesWithStdSet) {
     ASSERT_EQ(s.contains(index), oracle.contains(index));
   }
   for (int i = -25; i < 290; ++i) EXPECT_EQ(s.contains(i), oracle.contains(i)) << i;
+}
+
+}  // namespace
+}  // namespace cp::sched
+
+namespace cp::sched {
+namespace {
+
+TEST(GpuIndexSet, CountBelowIsThePopcountOfTheFirstIndices) {
+  // count_below(n): members among 0..n-1, across words and outside the mask.
+  GpuIndexSet s;
+  for (int i : {-3, 0, 5, 7, 63, 64, 100, 4095, 5000}) s.insert(i);
+  EXPECT_EQ(s.count_below(0), 0u);
+  EXPECT_EQ(s.count_below(1), 1u);     // 0
+  EXPECT_EQ(s.count_below(8), 3u);     // 0, 5, 7
+  EXPECT_EQ(s.count_below(64), 4u);    // ... 63
+  EXPECT_EQ(s.count_below(65), 5u);    // ... 64
+  EXPECT_EQ(s.count_below(101), 6u);   // ... 100
+  EXPECT_EQ(s.count_below(4096), 7u);  // ... 4095
+  EXPECT_EQ(s.count_below(6000), 8u);  // ... 5000; never the negative one
+  std::set<int> oracle{-3, 0, 5, 7, 63, 64, 100, 4095, 5000};
+  for (int n = 0; n < 300; ++n) {
+    auto expected = static_cast<std::size_t>(std::count_if(oracle.begin(), oracle.end(), [&](int i) { return i >= 0 && i < n; }));
+    EXPECT_EQ(s.count_below(n), expected) << n;
+  }
 }
 
 }  // namespace
