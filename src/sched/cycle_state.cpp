@@ -101,14 +101,13 @@ NodeView view_of(const Node& node) {
 
 }  // namespace
 
-void NodeLoad::add(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group) {
+void NodeLoad::add(const Resources& per_replica, const std::vector<int>& gpu_indices, ProjectId project) {
   used.add(per_replica);
   for (int i : gpu_indices) gpus_taken.insert(i);
-  if (per_replica.gpus() > 0 && !project_group.empty()) {
-    auto it = std::find_if(gpu_holders.begin(), gpu_holders.end(),
-                           [&](const auto& h) { return h.first == project_group; });
+  if (per_replica.gpus() > 0 && project != kNoProject) {
+    auto it = std::find_if(gpu_holders.begin(), gpu_holders.end(), [&](const auto& h) { return h.first == project; });
     if (it == gpu_holders.end()) {
-      gpu_holders.emplace_back(project_group, 1);
+      gpu_holders.emplace_back(project, 1);
     } else {
       ++it->second;
     }
@@ -116,11 +115,10 @@ void NodeLoad::add(const Resources& per_replica, const std::vector<int>& gpu_ind
 }
 
 void NodeLoad::remove(const Resources& per_replica, const std::vector<int>& gpu_indices,
-                      std::string_view project_group) {
+                      ProjectId project) {
   used.add(per_replica, -1);
   for (int i : gpu_indices) gpus_taken.erase(i);
-  auto it = std::find_if(gpu_holders.begin(), gpu_holders.end(),
-                         [&](const auto& h) { return h.first == project_group; });
+  auto it = std::find_if(gpu_holders.begin(), gpu_holders.end(), [&](const auto& h) { return h.first == project; });
   if (it != gpu_holders.end() && --it->second <= 0) gpu_holders.erase(it);
 }
 
@@ -187,9 +185,9 @@ Wide gpus_in_use(const NodeLoad& load, LoadMode mode) {
   return load.used.gpus;
 }
 
-bool NodeLoad::hosts_other_project(std::string_view project_group) const {
+bool NodeLoad::hosts_other_project(ProjectId project) const {
   for (const auto& [pg, n] : gpu_holders) {
-    if (n > 0 && pg != project_group) return true;
+    if (n > 0 && pg != project) return true;
   }
   return false;
 }
@@ -266,6 +264,7 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   replicas_from_.push_back(0);
   for (std::size_t w = 0; w < running_.size(); ++w) {
     const RunningWork& work = *running_[w];
+    running_project_.push_back(project(work.project_group));
     quota_.add_kept(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()),
                     work.project_group);
     running_by_cluster_[work.cluster_id].push_back(w);
@@ -275,7 +274,7 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
       auto i = node_index(work.cluster_id, p.node);
       replica_nodes_.push_back(i);
       if (!i) continue;
-      loads_[*i].add(work.per_replica, p.gpu_indices, work.project_group);
+      loads_[*i].add(work.per_replica, p.gpu_indices, running_project_[w]);
     }
     replicas_from_.push_back(replica_nodes_.size());
     if (work.stopping) mark_stopping(w);
@@ -307,6 +306,11 @@ std::optional<std::size_t> CycleState::node_index(std::string_view cluster_id, s
   auto it = node_at_.find(std::pair(cluster_id, name));
   if (it == node_at_.end()) return std::nullopt;
   return it->second;
+}
+
+ProjectId CycleState::project(std::string_view project_group) {
+  if (project_group.empty()) return kNoProject;
+  return project_ids_.try_emplace(project_group, static_cast<ProjectId>(project_ids_.size())).first->second;
 }
 
 int CycleState::gpu_type_id(std::string_view type) const {
@@ -373,7 +377,7 @@ void CycleState::commit(const Task& task, const Placement& placement) {
              task.project_group);
   for (const auto& p : placement.placements) {
     auto i = node_index(placement.cluster_id, p.node);
-    if (i) loads_[*i].add(placement.per_replica, p.gpu_indices, task.project_group);
+    if (i) loads_[*i].add(placement.per_replica, p.gpu_indices, project(task.project_group));
   }
 }
 
@@ -476,7 +480,7 @@ void CycleState::take_out(std::size_t w, Overlay& overlay) {
   quota_.add(work.resource_group, work.per_replica, -static_cast<std::int64_t>(work.placements.size()));
   for (std::size_t r = 0; r < work.placements.size(); ++r) {
     if (auto i = running_nodes(w)[r]) {
-      overlay.edit(*i).remove(work.per_replica, work.placements[r].gpu_indices, work.project_group);
+      overlay.edit(*i).remove(work.per_replica, work.placements[r].gpu_indices, running_project_[w]);
     }
   }
 }
@@ -486,7 +490,7 @@ void CycleState::put_back(std::size_t w, Overlay& overlay) {
   quota_.add(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()));
   for (std::size_t r = 0; r < work.placements.size(); ++r) {
     if (auto i = running_nodes(w)[r]) {
-      overlay.edit(*i).add(work.per_replica, work.placements[r].gpu_indices, work.project_group);
+      overlay.edit(*i).add(work.per_replica, work.placements[r].gpu_indices, running_project_[w]);
     }
   }
 }

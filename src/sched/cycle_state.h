@@ -35,10 +35,15 @@
 
 namespace cp::sched {
 
+// A project group as a small number, given by the cycle (CycleState::project):
+// anti-affinity asks "does another project run GPU work here" for every
+// node it scores. kNoProject: the work names none.
+using ProjectId = int;
+inline constexpr ProjectId kNoProject = -1;
+
 // What is in use on one node. Copied for every what-if overlay and every
 // replica of a gang, so nothing here is a tree: GPU indices are a bitmask,
-// the holders a short list of views of the snapshot's and queue's strings
-// (both outlive the cycle).
+// the holders a short list of project ids.
 // Amounts on one node, kept as the filters and scores ask for them: cpu,
 // memory and GPUs (every gpu/<type> together) are plain sums, found without
 // comparing a name; anything else (rare) in a Tally.
@@ -60,13 +65,13 @@ struct NodeLoad {
   std::int64_t held_gpus = 0;
   // Project groups with GPU work here, and how many replicas (soft
   // anti-affinity); a handful at most, in no particular order.
-  std::vector<std::pair<std::string_view, int>> gpu_holders;
+  std::vector<std::pair<ProjectId, int>> gpu_holders;
 
-  void add(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group);
-  void remove(const Resources& per_replica, const std::vector<int>& gpu_indices, std::string_view project_group);
+  void add(const Resources& per_replica, const std::vector<int>& gpu_indices, ProjectId project);
+  void remove(const Resources& per_replica, const std::vector<int>& gpu_indices, ProjectId project);
   void hold(const Resources& per_replica, std::int64_t times = 1);
-  // GPU work of a project group other than `project_group` is here.
-  bool hosts_other_project(std::string_view project_group) const;
+  // GPU work of a project group other than `project` is here.
+  bool hosts_other_project(ProjectId project) const;
 };
 
 // A node with what the scheduler derives from it once per cycle. The
@@ -181,6 +186,9 @@ class CycleState final : public LoadView {
   // Nodes of a cluster that offer a GPU type ("any": every node with GPUs), ascending.
   const std::vector<std::size_t>& nodes_offering(std::string_view cluster_id, std::string_view gpu_type) const;
 
+  // The id of a project group ("" : kNoProject), given on first sight.
+  ProjectId project(std::string_view project_group);
+
   // A small id for a GPU type some node offers, Request::kGpuTypeNowhere for others.
   int gpu_type_id(std::string_view type) const;
 
@@ -252,6 +260,8 @@ class CycleState final : public LoadView {
   std::uint64_t unscoped_change_ = 0;  // quota of a group the snapshot does not know
   std::unordered_map<std::string_view, std::uint64_t> cluster_changed_;
   std::unordered_map<std::string_view, int> gpu_type_ids_;  // views of the nodes' strings
+  std::unordered_map<std::string_view, ProjectId> project_ids_;  // views of the snapshot's and queue's strings
+  std::vector<ProjectId> running_project_;                      // per running work
   std::unordered_map<std::string_view, std::uint64_t> quota_changed_;
   std::map<std::string, const Cluster*, std::less<>> clusters_;
   std::map<std::string, const ResourceGroup*, std::less<>> groups_;

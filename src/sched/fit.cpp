@@ -28,6 +28,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     options.may_borrow = c.may_borrow;
     options.count_held = count_held;
     options.explain = explain;
+    options.project = c.project;
     selection = select_gang(state, group, *c.task, request, nodes.fit, options);
   }
   if (selection.placement) {

@@ -22,6 +22,7 @@ struct TaskContext {
   const PriorityClass* priority_class = nullptr;  // nullptr: unknown class (defaults apply)
   bool may_borrow = true;  // its class is preemptible: borrowed capacity can be taken back
   Millis waited_ms = 0;    // in the queue, now - queued_at
+  ProjectId project = kNoProject;  // the task's project group, as the cycle numbers it
   ClusterFeasibility clusters;
   std::vector<Request> shapes;  // the shapes open now, primary first
 };

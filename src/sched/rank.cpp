@@ -5,8 +5,8 @@
 namespace cp::sched {
 
 Score score_node(PlacementPolicy policy, const NodeView& node, const NodeLoad& load, const Request& request,
-                 std::string_view project_group, LoadMode mode) {
-  Wide shared = request.wants_gpus() && load.hosts_other_project(project_group) ? 1 : 0;
+                 ProjectId project, LoadMode mode) {
+  Wide shared = request.wants_gpus() && load.hosts_other_project(project) ? 1 : 0;
   Score s{shared, request.wants_gpus() ? free_gpus(node, load, mode) - request.gpus : 0,
           static_cast<Wide>(node.alloc_cpu) - cpu_in_use(load, mode) - request.cpu,
           static_cast<Wide>(node.alloc_memory) - memory_in_use(load, mode) - request.memory};

@@ -23,6 +23,6 @@ using Score = std::array<Wide, 4>;
 //      binpack: least left first, to keep whole GPU nodes free for big gangs;
 //      spread:  most left first, to keep replicas apart.
 Score score_node(PlacementPolicy policy, const NodeView& node, const NodeLoad& load, const Request& request,
-                 std::string_view project_group, LoadMode mode = LoadMode::kAll);
+                 ProjectId project, LoadMode mode = LoadMode::kAll);
 
 }  // namespace cp::sched

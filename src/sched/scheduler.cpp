@@ -120,6 +120,7 @@ class Cycle {
 
   void one(const QueuedTask& queued) {
     TaskContext c;
+    c.project = state_.project(queued.task.project_group);
     if (auto refused = prepare(state_, queued, now_, c)) {
       pend(queued.task.id, std::move(*refused));
       return;
@@ -282,6 +283,7 @@ class Cycle {
     NodeFeasibility nodes = feasible_nodes(state_, drained, c.clusters.usable, *c.group, primary);
     if (nodes.fit.empty()) return;
     SelectOptions options;
+    options.project = c.project;
     options.loads = &drained;
     options.score_loads = &state_;
     options.policy = PlacementPolicy::spread;

@@ -24,7 +24,7 @@ AttemptKey key_of(const NodeView& node, const Request& request) {
 // Places all replicas on `nodes` (one attempt's nodes) or returns nullopt.
 // Works on copies of the nodes' loads, so a failed attempt leaves no trace.
 std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& state, const ResourceGroup& group,
-                                                            const Task& task, const Request& request,
+                                                            const Request& request,
                                                             const Resources& per_replica,
                                                             const std::vector<std::size_t>& nodes,
                                                             const SelectOptions& options) {
@@ -51,7 +51,7 @@ std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& st
     for (std::size_t i : nodes) {  // ascending (cluster id, name): the first best wins ties
       const NodeView& node = state.nodes()[i];
       if (node_misfit(node, fit_load(i), group, request, fit_mode)) continue;
-      Score s = score_node(options.policy, node, score_load(i), request, task.project_group, score_mode);
+      Score s = score_node(options.policy, node, score_load(i), request, options.project, score_mode);
       if (!best || s < best_score) {
         best = i;
         best_score = s;
@@ -66,7 +66,7 @@ std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& st
         if (mode == LoadMode::kDrained) {
           load.hold(per_replica);
         } else {
-          load.add(per_replica, gpus, task.project_group);
+          load.add(per_replica, gpus, options.project);
         }
       };
       if (!loads.contains(*best)) loads.emplace(*best, options.loads->load(*best));
@@ -92,7 +92,7 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
     std::optional<std::pair<Score, std::size_t>> best;
     for (std::size_t i : fit) {
       std::pair<Score, std::size_t> ranked{score_node(options.policy, state.nodes()[i], score_loads.load(i), request,
-                                                      task.project_group, score_loads.mode()),
+                                                      options.project, score_loads.mode()),
                                            i};
       if (!best || ranked < *best) best = ranked;
     }
@@ -109,7 +109,7 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
   std::vector<std::pair<Score, std::size_t>> ranked;
   ranked.reserve(fit.size());
   for (std::size_t i : fit) {
-    ranked.emplace_back(score_node(options.policy, state.nodes()[i], score_loads.load(i), request, task.project_group,
+    ranked.emplace_back(score_node(options.policy, state.nodes()[i], score_loads.load(i), request, options.project,
                                    score_loads.mode()),
                         i);
   }
@@ -139,7 +139,7 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
                                                           options.loads->mode())});
     } else {
       std::sort(nodes.begin(), nodes.end());
-      placed = place_replicas(state, group, task, request, per_replica, nodes, options);
+      placed = place_replicas(state, group, request, per_replica, nodes, options);
     }
     if (!placed) continue;
     if (request.any_gpu()) {

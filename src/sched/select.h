@@ -28,6 +28,7 @@ struct SelectOptions {
   bool may_borrow = true;  // for the quota of "gpu/any", known only here
   bool count_held = true;
   bool explain = true;  // false: Selection::quota stays empty (quota_refused still says)
+  ProjectId project = kNoProject;  // the task's (CycleState::project), for anti-affinity
 };
 
 // `fit`: the nodes that passed feasibility for one replica (ascending index).
