@@ -1,6 +1,7 @@
 #include "sched/cycle_state.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -211,11 +212,10 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   // Nodes of known clusters in (cluster id, name) order, as a stable sort
   // would leave them: by cluster (ids in order, found by a hash), then by
   // name inside each, where the store's order usually has them already.
-  std::unordered_map<std::string_view, std::size_t> cluster_rank;
-  for (const auto& [id, c] : clusters_) cluster_rank.emplace(id, cluster_rank.size());
-  std::vector<std::vector<const Node*>> by_cluster(cluster_rank.size());
+  for (const auto& [id, c] : clusters_) cluster_rank_.emplace(id, cluster_rank_.size());
+  std::vector<std::vector<const Node*>> by_cluster(cluster_rank_.size());
   for (const auto& n : snapshot.nodes) {
-    if (auto it = cluster_rank.find(n.cluster_id); it != cluster_rank.end()) by_cluster[it->second].push_back(&n);
+    if (auto it = cluster_rank_.find(n.cluster_id); it != cluster_rank_.end()) by_cluster[it->second].push_back(&n);
   }
   std::vector<const Node*> nodes;
   nodes.reserve(snapshot.nodes.size());
@@ -234,12 +234,15 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   nodes_.reserve(nodes.size());
   for (const Node* n : nodes) {
     NodeView& v = nodes_.emplace_back(view_of(*n));
+    v.cluster_rank = cluster_rank_.find(n->cluster_id)->second;
     for (std::string_view type : v.gpu_types) {
       int id = gpu_type_ids_.try_emplace(type, static_cast<int>(gpu_type_ids_.size())).first->second;
       if (id < 64) v.gpu_type_bits |= std::uint64_t{1} << id;
     }
   }
   loads_.resize(nodes_.size());
+  kinds_ = gpu_type_ids_.size() + 2;
+  bucket_changed_.assign(cluster_rank_.size() * kinds_, 0);
   node_at_.reserve(nodes_.size());
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     node_at_.emplace(std::pair<std::string_view, std::string_view>(nodes_[i].cluster_id(), nodes_[i].name()), i);
@@ -342,12 +345,20 @@ std::vector<std::string> CycleState::quota_holders(std::string_view group) const
   return it == quota_holders_.end() ? std::vector<std::string>{} : it->second;
 }
 
-void CycleState::changed_nodes(std::string_view cluster_id) {
+void CycleState::changed_nodes(const Placement& placement) {
   ++changes_;
-  if (const Cluster* c = cluster(cluster_id)) {
-    cluster_changed_[c->id] = changes_;
-  } else {
-    unscoped_change_ = changes_;  // cannot happen: placements are in known clusters
+  for (const auto& p : placement.placements) {
+    auto i = node_index(placement.cluster_id, p.node);
+    if (!i) continue;  // no node, nothing changed on one
+    const NodeView& v = nodes_[*i];
+    std::uint64_t* bucket = &bucket_changed_[v.cluster_rank * kinds_];
+    if (static_cast<std::size_t>(std::popcount(v.gpu_type_bits)) == v.gpu_types.size()) {
+      for (std::uint64_t bits = v.gpu_type_bits; bits != 0; bits &= bits - 1) bucket[std::countr_zero(bits)] = changes_;
+    } else {
+      for (std::size_t k = 0; k + 2 < kinds_; ++k) bucket[k] = changes_;  // a type numbered past 64: all of them
+    }
+    if (v.has_gpus()) bucket[kinds_ - 2] = changes_;
+    bucket[kinds_ - 1] = changes_;
   }
 }
 
@@ -360,19 +371,37 @@ void CycleState::changed_quota(std::string_view group_name) {
   }
 }
 
-bool CycleState::unchanged_since(std::uint64_t mark, const std::vector<std::string>& clusters,
-                                 const ResourceGroup& g) const {
-  if (unscoped_change_ > mark) return false;
-  if (auto it = quota_changed_.find(quota_scope(g)); it != quota_changed_.end() && it->second > mark) return false;
+bool CycleState::nodes_unchanged_since(std::uint64_t mark, const std::vector<std::string>& clusters,
+                                       const Request& request) const {
+  std::size_t kind = kinds_ - 1;  // every node
+  if (request.any_gpu()) {
+    kind = kinds_ - 2;
+  } else if (request.wants_gpus()) {
+    if (request.gpu_type_id == Request::kGpuTypeNowhere) return true;  // no node offers it: nothing to change
+    if (request.gpu_type_id < 0) return false;                          // not resolved: cannot tell
+    kind = static_cast<std::size_t>(request.gpu_type_id);
+  }
   for (const auto& id : clusters) {
-    if (auto it = cluster_changed_.find(id); it != cluster_changed_.end() && it->second > mark) return false;
+    auto it = cluster_rank_.find(id);
+    if (it != cluster_rank_.end() && bucket_changed_[it->second * kinds_ + kind] > mark) return false;
   }
   return true;
 }
 
+bool CycleState::quota_unchanged_since(std::uint64_t mark, const ResourceGroup& g) const {
+  if (unscoped_change_ > mark) return false;
+  auto it = quota_changed_.find(quota_scope(g));
+  return it == quota_changed_.end() || it->second <= mark;
+}
+
+bool CycleState::quota_holds_unchanged_since(std::uint64_t mark, std::string_view group) const {
+  auto it = quota_holds_changed_.find(group);
+  return it == quota_holds_changed_.end() || it->second <= mark;
+}
+
 void CycleState::commit(const Task& task, const Placement& placement) {
   changed_quota(task.resource_group);
-  changed_nodes(placement.cluster_id);
+  changed_nodes(placement);
   quota_.add(task.resource_group, placement.per_replica, static_cast<std::int64_t>(placement.placements.size()),
              task.project_group);
   for (const auto& p : placement.placements) {
@@ -382,7 +411,7 @@ void CycleState::commit(const Task& task, const Placement& placement) {
 }
 
 void CycleState::hold(const Task& task, const Placement& placement) {
-  changed_nodes(placement.cluster_id);
+  changed_nodes(placement);
   hold_quota(task, placement.per_replica, static_cast<int>(placement.placements.size()));
   for (const auto& p : placement.placements) {
     auto i = node_index(placement.cluster_id, p.node);
@@ -409,7 +438,7 @@ Resources beyond(const Tally& need, const Tally& freed) {
 }  // namespace
 
 void CycleState::hold_over(const Task& task, const Placement& placement, const std::vector<std::size_t>& claimed) {
-  changed_nodes(placement.cluster_id);
+  changed_nodes(placement);
   std::map<std::size_t, Tally> need, freed;
   for (const auto& p : placement.placements) {
     if (auto i = node_index(placement.cluster_id, p.node)) need[*i].add(placement.per_replica);
@@ -440,6 +469,7 @@ void CycleState::hold_over(const Task& task, const Placement& placement, const s
 
 void CycleState::hold_quota(const Task& task, const Resources& per_replica, int replicas) {
   changed_quota(task.resource_group);
+  quota_holds_changed_[task.resource_group] = changes_;
   Resources typed = per_replica;
   typed.set(kGpuAny, 0);
   quota_.hold(task.resource_group, typed, replicas);

@@ -92,6 +92,7 @@ struct NodeView {
   // the agent reported no devices.
   std::vector<int> gpu_indices;
   bool dense_gpu_indices = false;  // gpu_indices are exactly 0..size-1
+  std::size_t cluster_rank = 0;    // its cluster's position among the cycle's clusters
   // Every GPU type the node offers (see offers_gpu_type).
   std::vector<std::string_view> gpu_types;
   // The same as bits of their cycle ids (CycleState::gpu_type_id) below 64.
@@ -235,34 +236,43 @@ class CycleState final : public LoadView {
   // Running work chosen as a victim in this cycle: stopping from now on.
   void mark_stopping(std::size_t work);
 
-  // A mark of the state as it is now, and whether, since a mark, nothing has
-  // changed that a task of `group` fitting in `clusters` would read: loads
-  // and holds of those clusters' nodes, quota of the group and its cohort.
-  // Lets the cycle reuse a what-if answer for the next task alike (Cycle's
-  // "behind reservation" memo) instead of asking again.
+  // A mark of the state as it is now, and whether some part of it has
+  // changed since a mark. Lets the cycle reuse a what-if answer for the next
+  // task alike (Cycle's "behind reservation" memo) instead of asking again.
   std::uint64_t mark() const { return changes_; }
-  bool unchanged_since(std::uint64_t mark, const std::vector<std::string>& clusters, const ResourceGroup& group) const;
+  // Loads and holds of the nodes of `clusters` that `request` looks at (those
+  // offering its GPU type, those with GPUs for gpu/any, else every node).
+  bool nodes_unchanged_since(std::uint64_t mark, const std::vector<std::string>& clusters,
+                             const Request& request) const;
+  // Quota use and holds of the group and its cohort (its quota scope).
+  bool quota_unchanged_since(std::uint64_t mark, const ResourceGroup& group) const;
+  // Quota held for tasks of the group (who holds it: quota_holders()).
+  bool quota_holds_unchanged_since(std::uint64_t mark, std::string_view group) const;
 
   // Removes (or puts back) running work from a what-if overlay and the quota.
   void take_out(std::size_t work, Overlay& overlay);
   void put_back(std::size_t work, Overlay& overlay);
 
  private:
-  void changed_nodes(std::string_view cluster_id);
+  void changed_nodes(const Placement& placement);
   void changed_quota(std::string_view group);
   // Whose quota a group's answers read: its cohort's, or its own outside one.
   std::string_view quota_scope(const ResourceGroup& g) const { return g.cohort.empty() ? g.name : g.cohort; }
 
   const Snapshot* snapshot_;
-  // Changes so far, and the last change per cluster (by id) and per quota
-  // scope; views of the snapshot's strings.
+  // Changes so far; the last change per (cluster, node kind) bucket (kinds:
+  // each GPU type id, then "has GPUs", then "any node"), per quota scope, and
+  // per group's quota holds. Views of the snapshot's and queue's strings.
   std::uint64_t changes_ = 0;
   std::uint64_t unscoped_change_ = 0;  // quota of a group the snapshot does not know
-  std::unordered_map<std::string_view, std::uint64_t> cluster_changed_;
+  std::size_t kinds_ = 0;              // buckets per cluster
+  std::vector<std::uint64_t> bucket_changed_;
+  std::unordered_map<std::string_view, std::uint64_t> quota_changed_;
+  std::unordered_map<std::string_view, std::uint64_t> quota_holds_changed_;
+  std::unordered_map<std::string_view, std::size_t> cluster_rank_;  // position of the id among clusters_
   std::unordered_map<std::string_view, int> gpu_type_ids_;  // views of the nodes' strings
   std::unordered_map<std::string_view, ProjectId> project_ids_;  // views of the snapshot's and queue's strings
   std::vector<ProjectId> running_project_;                      // per running work
-  std::unordered_map<std::string_view, std::uint64_t> quota_changed_;
   std::map<std::string, const Cluster*, std::less<>> clusters_;
   std::map<std::string, const ResourceGroup*, std::less<>> groups_;
   std::map<std::string, const PriorityClass*, std::less<>> classes_;

@@ -112,7 +112,11 @@ class Cycle {
     // project group (nodes are ranked by it).
     struct Behind {
       std::uint64_t mark = 0;
-      std::string_view project_group;
+      ProjectId project = kNoProject;
+      // Per shape, whether quota admitted it as fit_shape asks (holds not
+      // counted); -1 for gpu/any, whose admission is per type: then the
+      // group's quota must be unchanged.
+      std::vector<signed char> quota_fits;
       PendingReason reason;
     };
     std::optional<Behind> behind;
@@ -176,8 +180,7 @@ class Cycle {
 
   bool behind_holds(const TaskContext& c, Failed& failed, std::vector<PendingReason>& why) {
     if (state_.nodes_with_holds().empty() && !state_.quota().has_holds()) return false;
-    if (failed.behind && failed.behind->project_group == c.task->project_group &&
-        state_.unchanged_since(failed.behind->mark, c.clusters.usable, *c.group)) {
+    if (failed.behind && still_behind(c, *failed.behind)) {
       why.insert(why.begin(), failed.behind->reason);
       return true;
     }
@@ -192,8 +195,38 @@ class Cycle {
     for (auto& t : state_.quota_holders(c.group->name)) holders.push_back(t);
     std::sort(holders.begin(), holders.end());
     holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
-    failed.behind = Failed::Behind{state_.mark(), c.task->project_group, reasons::reservation(holders)};
+    failed.behind = Failed::Behind{state_.mark(), c.project, quota_fits(c), reasons::reservation(holders)};
     why.insert(why.begin(), failed.behind->reason);
+    return true;
+  }
+
+  // What fit_shapes in behind_holds reads of the quota: per shape, whether it
+  // is admitted (holds not counted), or -1 for gpu/any (admitted per type).
+  std::vector<signed char> quota_fits(const TaskContext& c) const {
+    std::vector<signed char> out;
+    for (const Request& r : c.shapes) out.push_back(r.any_gpu() ? -1 : admitted_without_holds(c, r));
+    return out;
+  }
+
+  signed char admitted_without_holds(const TaskContext& c, const Request& r) const {
+    return state_.quota().fits(*c.group, r.per_replica, r.replicas, c.may_borrow, false) ? 1 : 0;
+  }
+
+  // The remembered answer still holds: same project group (nodes are ranked
+  // by it), and nothing it read has changed since: the nodes each shape looks
+  // at, quota's answer for each shape (for gpu/any: the quota itself), who
+  // holds the group's quota.
+  bool still_behind(const TaskContext& c, const Failed::Behind& b) const {
+    if (b.project != c.project || b.quota_fits.size() != c.shapes.size()) return false;
+    if (!state_.quota_holds_unchanged_since(b.mark, c.group->name)) return false;
+    for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+      const Request& r = c.shapes[i];
+      if (!state_.nodes_unchanged_since(b.mark, c.clusters.usable, r)) return false;
+      if (b.quota_fits[i] < 0 ? !state_.quota_unchanged_since(b.mark, *c.group)
+                              : b.quota_fits[i] != admitted_without_holds(c, r)) {
+        return false;
+      }
+    }
     return true;
   }
 
