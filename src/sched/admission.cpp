@@ -110,17 +110,18 @@ std::vector<std::pair<std::string, std::int64_t>> QuotaBook::top_holders(const A
                                                                        std::string_view resource) const {
   std::vector<std::pair<std::string, std::int64_t>> out;
   if (a == nullptr || a->holdings.empty()) return out;
-  // A group's holders are a few project groups: a flat list, sorted by name
-  // once at the end (the order the stable sort below starts from).
-  std::vector<std::pair<std::string_view, Wide>> sums;
-  for (const auto& held : a->holdings) {
-    std::int64_t each = held.per_replica->get(resource);
-    auto it = std::find_if(sums.begin(), sums.end(), [&](const auto& s) { return s.first == held.holder; });
-    if (it == sums.end()) it = sums.insert(sums.end(), {held.holder, 0});
-    it->second += static_cast<Wide>(each) * held.replicas;
+  // A group's holders are a few project groups: a flat list, kept sorted by
+  // name (the order the stable sort below starts from).
+  auto& sums = a->holder_sums;
+  for (; a->summed < a->holdings.size(); ++a->summed) {
+    const Holding& held = a->holdings[a->summed];
+    auto it = std::lower_bound(sums.begin(), sums.end(), held.holder,
+                               [](const auto& s, std::string_view h) { return s.first < h; });
+    if (it == sums.end() || it->first != held.holder) it = sums.insert(it, {held.holder, Tally{}});
+    it->second.add(*held.per_replica, held.replicas);
   }
-  std::sort(sums.begin(), sums.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  for (const auto& [holder, amount] : sums) {
+  for (const auto& [holder, amounts] : sums) {
+    Wide amount = amounts.get(resource);
     if (amount > 0) out.emplace_back(std::string(holder), narrow(amount));
   }
   std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });

@@ -106,6 +106,11 @@ class QuotaBook {
     Tally held;
     bool has_held = false;
     std::vector<Holding> holdings;
+    // Per holder, what its holdings add up to, for top_holders(): summed on
+    // the first refusal that names holders and brought up to date after
+    // (holdings only grow). A cache in a const book: one book, one thread.
+    mutable std::vector<std::pair<std::string_view, Tally>> holder_sums;
+    mutable std::size_t summed = 0;  // holdings already in holder_sums
     const std::vector<Account*>* cohort = nullptr;  // members that are known groups, in input order
   };
   // Over the cohort's members that limit `resource`: sum of guarantees and of use.

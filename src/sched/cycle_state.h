@@ -274,8 +274,10 @@ class CycleState final : public LoadView {
   std::unordered_map<std::string_view, ProjectId> project_ids_;  // views of the snapshot's and queue's strings
   std::vector<ProjectId> running_project_;                      // per running work
   std::map<std::string, const Cluster*, std::less<>> clusters_;
-  std::map<std::string, const ResourceGroup*, std::less<>> groups_;
-  std::map<std::string, const PriorityClass*, std::less<>> classes_;
+  // Asked for every task and every preemption candidate: hashes of views of
+  // the snapshot's names (the first of a name counts, as in QuotaBook).
+  std::unordered_map<std::string_view, const ResourceGroup*> groups_;
+  std::unordered_map<std::string_view, const PriorityClass*> classes_;
   std::vector<NodeView> nodes_;
   std::vector<NodeLoad> loads_;
   QuotaBook quota_;
