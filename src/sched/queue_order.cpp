@@ -11,43 +11,63 @@
 namespace cp::sched {
 namespace {
 
-// Per-resource denominators of a resource group's shares.
-std::map<std::string, double, std::less<>> denominators(const ResourceGroup* group) {
-  std::map<std::string, double, std::less<>> out;
-  if (group == nullptr) return out;
-  double gpus = 0;
-  for (const auto& [resource, q] : group->quota) {
-    std::int64_t d = q.guaranteed > 0 ? q.guaranteed : q.max.value_or(0);
-    if (d <= 0) continue;
-    out[resource] = static_cast<double>(d);
-    if (resource.starts_with(kGpuPrefix)) gpus += static_cast<double>(d);
+// Per-resource denominators of a resource group's shares, in name order.
+// Only a resource with a denominator can be a dominant share, so amounts are
+// kept for those alone, index for index (Amounts): a share is then a walk
+// over a few doubles, not a map search per resource held.
+struct Denominators {
+  std::vector<std::string_view> names;  // views of the group's quota keys (and kGpuAny)
+  std::vector<double> values;
+
+  std::ptrdiff_t index(std::string_view name) const {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) return static_cast<std::ptrdiff_t>(i);
+    }
+    return -1;
   }
-  // A bare GPU count is judged against every GPU the group may use.
-  if (gpus > 0) out[std::string(kGpuAny)] = gpus;
+};
+
+Denominators denominators(const ResourceGroup* group) {
+  std::map<std::string_view, double> by_name;
+  if (group != nullptr) {
+    double gpus = 0;
+    for (const auto& [resource, q] : group->quota) {
+      std::int64_t d = q.guaranteed > 0 ? q.guaranteed : q.max.value_or(0);
+      if (d <= 0) continue;
+      by_name[resource] = static_cast<double>(d);
+      if (resource.starts_with(kGpuPrefix)) gpus += static_cast<double>(d);
+    }
+    // A bare GPU count is judged against every GPU the group may use.
+    if (gpus > 0) by_name[kGpuAny] = gpus;
+  }
+  Denominators out;
+  for (const auto& [name, d] : by_name) {
+    out.names.push_back(name);
+    out.values.push_back(d);
+  }
   return out;
 }
 
-// Amounts per resource, as doubles, for the share arithmetic.
-using Amounts = std::map<std::string, double, std::less<>>;
+// Amounts held, as doubles for the share arithmetic: amounts[i] is of denom.names[i].
+using Amounts = std::vector<double>;
 
-double dominant(const Amounts& held, const std::map<std::string, double, std::less<>>& denom) {
+double dominant(const Amounts& held, const Denominators& denom) {
   double best = 0;
-  for (const auto& [resource, amount] : held) {
-    auto d = denom.find(resource);
-    if (d != denom.end()) best = std::max(best, amount / d->second);
-  }
+  for (std::size_t i = 0; i < held.size(); ++i) best = std::max(best, held[i] / denom.values[i]);
   return best;
 }
 
-Amounts amounts_of(const Tally& t) {
-  Amounts out;
-  for (const auto& [name, v] : t.amounts()) out[name] = static_cast<double>(v);
+Amounts amounts_of(const Tally& t, const Denominators& denom) {
+  Amounts out(denom.names.size(), 0.0);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.get(denom.names[i]));
   return out;
 }
 
-void add(Amounts& a, const Task& t) {
+void add(Amounts& a, const Task& t, const Denominators& denom) {
   for (const auto& [name, v] : t.step.resources.amounts()) {
-    a[name] += static_cast<double>(v) * std::max(1, t.step.replicas);
+    if (auto i = denom.index(name); i >= 0) {
+      a[static_cast<std::size_t>(i)] += static_cast<double>(v) * std::max(1, t.step.replicas);
+    }
   }
 }
 
@@ -60,7 +80,7 @@ std::string user_key(std::string_view project, std::string_view user) {
 
 // Orders tasks of one priority (already in submit order) by fair share.
 void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const QueuedTask*>::iterator last,
-              const std::map<std::string, double, std::less<>>& denom, const Amounts& empty,
+              const Denominators& denom, const Amounts& empty,
               const std::map<std::string, Tally, std::less<>>* by_project,
               const std::map<std::string, Tally, std::less<>>* by_user) {
   struct User {
@@ -78,12 +98,16 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     auto [p, new_project] = projects.try_emplace(t.project_group);
     if (new_project && by_project) {
       auto h = by_project->find(t.project_group);
-      p->second.held = h == by_project->end() ? empty : amounts_of(h->second);
+      p->second.held = h == by_project->end() ? empty : amounts_of(h->second, denom);
+    } else if (new_project) {
+      p->second.held = empty;
     }
     auto [u, new_user] = p->second.users.try_emplace(t.user);
     if (new_user && by_user) {
       auto h = by_user->find(user_key(t.project_group, t.user));
-      u->second.held = h == by_user->end() ? empty : amounts_of(h->second);
+      u->second.held = h == by_user->end() ? empty : amounts_of(h->second, denom);
+    } else if (new_user) {
+      u->second.held = empty;
     }
     u->second.tasks.push_back(*it);
   }
@@ -124,8 +148,8 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     User* u = next_user(*e.project);
     const QueuedTask* q = u->tasks[u->next++];
     *out++ = q;
-    add(e.project->held, q->task);
-    add(u->held, q->task);
+    add(e.project->held, q->task, denom);
+    add(u->held, q->task, denom);
     if (User* again = next_user(*e.project)) {
       heap.push({dominant(e.project->held, denom), again->tasks[again->next], e.project});
     }
@@ -176,7 +200,7 @@ double FairShareOrder::share(std::string_view group, std::string_view project_gr
   if (u == usage_.end()) return 0;
   const auto& table = user.empty() ? u->second.by_project : u->second.by_user;
   auto it = table.find(user.empty() ? std::string(project_group) : user_key(project_group, user));
-  return it == table.end() ? 0 : dominant(amounts_of(it->second), denom);
+  return it == table.end() ? 0 : dominant(amounts_of(it->second, denom), denom);
 }
 
 void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
@@ -188,7 +212,7 @@ void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
   auto u = usage_.find(name);
   const auto* by_project = u == usage_.end() ? nullptr : &u->second.by_project;
   const auto* by_user = u == usage_.end() ? nullptr : &u->second.by_user;
-  Amounts empty;
+  Amounts empty(denom.names.size(), 0.0);
   auto first = tasks.begin();
   while (first != tasks.end()) {
     int priority = (*first)->task.priority;
