@@ -116,7 +116,9 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
                                       const Request& request, LoadMode mode) {
   if (!node.node->ready) return NodeMisfit::kNotReady;
   if (node.maintenance) return NodeMisfit::kMaintenance;
-  if (!labels_match(group.node_selector, node.labels())) return NodeMisfit::kSelectorMismatch;
+  if (!group.node_selector.empty() && !labels_match(group.node_selector, node.labels())) {
+    return NodeMisfit::kSelectorMismatch;
+  }
   if (request.wants_gpus()) {
     bool type_ok =
         request.any_gpu() ? node.has_gpus() : node.offers_gpu_type(request.gpu_type, request.gpu_type_id);

@@ -14,11 +14,12 @@ namespace cp::sched {
 namespace {
 
 // Where one gang attempt may go: a cluster, and for "gpu/any" one GPU type in
-// it (a gang's replicas share one per_replica, so one type).
-using AttemptKey = std::pair<std::string, std::string>;
+// it (a gang's replicas share one per_replica, so one type). Views of the
+// node's strings, ordered as the strings are.
+using AttemptKey = std::pair<std::string_view, std::string_view>;
 
 AttemptKey key_of(const NodeView& node, const Request& request) {
-  return {node.cluster_id(), request.any_gpu() ? std::string(node.gpu_type) : std::string()};
+  return {node.cluster_id(), request.any_gpu() ? node.gpu_type : std::string_view()};
 }
 
 // Places all replicas on `nodes` (one attempt's nodes) or returns nullopt.
@@ -158,7 +159,8 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
         continue;
       }
     }
-    out.placement = Placement{task.id, key.first, std::move(*placed), std::move(per_replica), request.shape, false};
+    out.placement =
+        Placement{task.id, std::string(key.first), std::move(*placed), std::move(per_replica), request.shape, false};
     return out;
   }
   return out;
