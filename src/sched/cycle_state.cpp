@@ -294,6 +294,16 @@ const ResourceGroup* CycleState::group(std::string_view name) const {
   return it == groups_.end() ? nullptr : it->second;
 }
 
+const std::vector<std::string>& CycleState::clusters_of(const ResourceGroup& group) const {
+  auto [it, added] = group_clusters_.try_emplace(&group);
+  if (added) {
+    it->second = group.clusters;
+    std::sort(it->second.begin(), it->second.end());
+    it->second.erase(std::unique(it->second.begin(), it->second.end()), it->second.end());
+  }
+  return it->second;
+}
+
 const PriorityClass* CycleState::priority_class(std::string_view name) const {
   auto it = classes_.find(name);
   return it == classes_.end() ? nullptr : it->second;

@@ -177,6 +177,8 @@ class CycleState final : public LoadView {
   const Cluster* cluster(std::string_view id) const;
   const ResourceGroup* group(std::string_view name) const;
   const PriorityClass* priority_class(std::string_view name) const;
+  // The group's cluster ids, ascending, each once (asked for every task).
+  const std::vector<std::string>& clusters_of(const ResourceGroup& group) const;
 
   // All nodes of known clusters, sorted by (cluster id, node name); a node's
   // position here is its index everywhere in the cycle.
@@ -278,6 +280,8 @@ class CycleState final : public LoadView {
   // the snapshot's names (the first of a name counts, as in QuotaBook).
   std::unordered_map<std::string_view, const ResourceGroup*> groups_;
   std::unordered_map<std::string_view, const PriorityClass*> classes_;
+  // Sorted on first use; a cache in a const state: one cycle, one thread.
+  mutable std::unordered_map<const ResourceGroup*, std::vector<std::string>> group_clusters_;
   std::vector<NodeView> nodes_;
   std::vector<NodeLoad> loads_;
   QuotaBook quota_;

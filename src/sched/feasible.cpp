@@ -21,9 +21,7 @@ bool accepts_work(ClusterState s) { return s == ClusterState::online || s == Clu
 
 ClusterFeasibility feasible_clusters(const CycleState& state, const ResourceGroup& group, const Task& task) {
   ClusterFeasibility out;
-  std::vector<std::string> ids = group.clusters;
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  const std::vector<std::string>& ids = state.clusters_of(group);
 
   if (!task.cluster.empty() && !std::binary_search(ids.begin(), ids.end(), task.cluster)) {
     out.none = reasons::pinned_outside_group(task.cluster, group.name, ids);
