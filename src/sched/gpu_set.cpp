@@ -14,7 +14,7 @@ bool GpuIndexSet::contains(int index) const {
   return std::binary_search(others_.begin(), others_.end(), index);
 }
 
-std::size_t GpuIndexSet::count_below(int n) const {
+std::size_t GpuIndexSet::count_below_any(int n) const {
   if (n <= 0) return 0;
   auto bits_below = [](std::uint64_t word, int k) {  // members of word among its lowest k bits
     return static_cast<std::size_t>(std::popcount(k >= 64 ? word : word & ((std::uint64_t{1} << k) - 1)));

@@ -4,6 +4,7 @@
 // and "is GPU i free" is a shift and a mask, not a tree walk.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -19,7 +20,13 @@ class GpuIndexSet {
   std::size_t size() const { return count_; }
   // How many of 0..n-1 are in the set: a popcount for a node whose devices
   // are numbered 0..n-1 (the usual case), instead of a lookup per device.
-  std::size_t count_below(int n) const;
+  std::size_t count_below(int n) const {
+    // 0..n-1 within the first word: nothing else can be among them.
+    if (n > 0 && n <= 64) {
+      return static_cast<std::size_t>(std::popcount(n == 64 ? low_ : low_ & ((std::uint64_t{1} << n) - 1)));
+    }
+    return count_below_any(n);
+  }
 
  private:
   // Indices below this go in the bitmask; an agent may report any int, so
@@ -31,6 +38,8 @@ class GpuIndexSet {
   std::vector<std::uint64_t> high_;   // 64..kMaskedIndices-1, word w = indices 64(w+1)..
   std::vector<int> others_;           // the rest, ascending
   std::size_t count_ = 0;
+
+  std::size_t count_below_any(int n) const;
 };
 
 }  // namespace cp::sched
