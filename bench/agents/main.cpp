@@ -13,7 +13,8 @@
 // SyncRequest every interval, like src/agent/agent.cpp does: all of its nodes
 // (labels, capacity and allocatable, 8 GPUs each, host facts) when the server
 // does not hold them, else their fingerprint and the GPU figures that moved
-// since the last read (model/inventory.h); --full-inventory sends every node
+// since the last read (model/inventory.h), and its clock offset measured over
+// earlier syncs (model/clock_estimate.h); --full-inventory sends every node
 // every time, as agents did before.
 //
 // The agents are served by a fixed pool of worker threads, each with its own
@@ -64,6 +65,7 @@
 
 #include "common/http_client.h"
 #include "common/json.h"
+#include "model/clock_estimate.h"
 #include "model/inventory.h"
 #include "model/protocol.h"
 
@@ -250,6 +252,8 @@ struct SimAgent {
   std::string fingerprint;  // of the inventory, computed at each read as the agent does
   Clock::time_point nodes_at{};
   cp::InventoryReporter reporter;  // what of the inventory a sync carries (model/inventory.h)
+  cp::ClockEstimator clock;        // its clock against the server's (model/clock_estimate.h)
+  cp::Millis sent_at = 0;          // of the sync in flight
   std::mt19937 rng;
 };
 
@@ -314,6 +318,11 @@ std::string sync_body(SimAgent& a, bool full, bool* carries_nodes) {
   body.reserve((with_nodes ? a.nodes_json.size() : 0) + 256);
   body += R"({"cluster_id":")" + a.cluster_id + R"(","agent_instance":")" + a.instance +
           R"(","seq":)" + std::to_string(++a.seq) + R"(,"sent_at":)" + std::to_string(now);
+  a.sent_at = now;
+  if (auto clock = a.clock.best(); clock && !full) {
+    body += R"(,"clock_offset_ms":)" + std::to_string(clock->offset_ms) + R"(,"clock_delay_ms":)" +
+            std::to_string(clock->delay_ms);
+  }
   if (with_nodes) {
     body += R"(,"nodes":)" + a.nodes_json;
     if (!full) body += R"(,"inventory":")" + a.fingerprint + '"';
@@ -532,7 +541,11 @@ int main(int argc, char** argv) {
         const long status = r.ok() ? r->status : 0;
         if (status == 200 && !o.full_inventory) {
           auto answer = cp::decode_json<cp::SyncResponse>(r->body);
-          if (answer.ok()) a.reporter.answered(*answer);
+          if (answer.ok()) {
+            a.reporter.answered(*answer);
+            auto sample = cp::clock_sample(a.sent_at, answer->received_at, answer->server_time, wall_ms());
+            if (sample) a.clock.add(*sample);
+          }
         }
         if (status == 200 && !has_synced[static_cast<std::size_t>(i)]) {
           has_synced[static_cast<std::size_t>(i)] = 1;  // one worker holds agent i at a time

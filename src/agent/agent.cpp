@@ -236,6 +236,10 @@ Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
   req.agent_instance = instance_;
   req.seq = ++seq_;
   req.sent_at = now;
+  if (auto clock = clock_estimate_.best()) {
+    req.clock_offset_ms = clock->offset_ms;
+    req.clock_delay_ms = clock->delay_ms;
+  }
   inventory_.fill(req, nodes_, nodes_fingerprint_, now);
   req.attempts = current_reports();
   req.engine = executor_->engine();
@@ -253,6 +257,9 @@ Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
   if (!resp.ok()) {
     return errors::unavailable("sync: unreadable answer: " + resp.error().message,
                                "同步：无法解析应答：" + resp.error().message);
+  }
+  if (auto sample = clock_sample(now, resp->received_at, resp->server_time, clock_.now_ms())) {
+    clock_estimate_.add(*sample);
   }
   if (fenced_) spdlog::warn("agent: the server answers again; reporting the attempts stopped while fenced");
   fenced_ = false;

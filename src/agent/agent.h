@@ -20,6 +20,7 @@
 #include "agent/executor.h"
 #include "common/clock.h"
 #include "common/http_client.h"
+#include "model/clock_estimate.h"
 #include "model/inventory.h"
 #include "model/protocol.h"
 
@@ -142,6 +143,7 @@ class Agent {
   Millis nodes_at_ = 0;
   std::string nodes_fingerprint_;
   InventoryReporter inventory_;
+  ClockEstimator clock_estimate_;  // this machine's clock against the server's, for node preflight
   std::map<std::string, std::string> reported_;          // attempt -> signature carried by the last good sync
   std::map<std::string, std::string> inflight_;          // ... by the sync in flight
   std::map<std::string, AttemptReport> refused_starts_;  // starts the executor could not even record

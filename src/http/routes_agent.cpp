@@ -30,7 +30,7 @@ void add_agent_routes(Router& router, ControlPlane& cp) {
               .auth = AuthKind::agent,
               .body = BodyKind::json,
               .body_description = "SyncRequest; wait_ms > 0 holds the answer (long-poll) until there are orders",
-              .response = "SyncResponse {lease_ttl_s, server_time, start, stop, ack}"},
+              .response = "SyncResponse {lease_ttl_s, received_at, server_time, start, stop, ack, send_inventory}"},
              agent_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
                CP_ASSIGN(auto sync, decode_body<SyncRequest>(req));
                CP_ASSIGN(auto answer, cp.agent_sync(p, sync));
@@ -42,7 +42,7 @@ void add_agent_routes(Router& router, ControlPlane& cp) {
                d->wake = &cp.cluster_signal(p.cluster_id);
                d->poll = [&cp, cluster = p.cluster_id, reported = std::move(sync.attempts), empty = std::move(answer),
                           lang = req.accept_language()](bool final) -> std::optional<Response> {
-                 auto orders = cp.pending_orders(cluster, reported);
+                 auto orders = cp.pending_orders(cluster, reported, empty.received_at);
                  if (!orders.ok()) return error_response(orders.error(), lang);
                  if (has_orders(*orders)) return json_response(200, to_json(*orders));
                  if (!final) return std::nullopt;

@@ -78,7 +78,12 @@ struct SyncRequest {
   std::string cluster_id;
   std::string agent_instance;
   std::int64_t seq = 0;
-  Millis sent_at = 0;  // agent clock; the server derives the clock offset
+  Millis sent_at = 0;  // agent clock
+  // The agent's clock minus the server's, measured over earlier syncs
+  // (model/clock_estimate.h), and that measurement's delay; -1: not measured
+  // yet (then the server takes sent_at minus its own time).
+  Millis clock_offset_ms = 0;
+  Millis clock_delay_ms = -1;
   // The whole inventory, when it changed since the server last took it (or
   // the server asked for it); otherwise empty, with nodes_unchanged set and
   // only the GPU figures that moved (model/inventory.h).
@@ -91,8 +96,8 @@ struct SyncRequest {
   std::int64_t wait_ms = 0;  // long-poll: hold the answer up to this long when there is nothing to say
 };
 BOOST_DESCRIBE_STRUCT(SyncRequest, (),
-                      (cluster_id, agent_instance, seq, sent_at, nodes, inventory, nodes_unchanged, gpu_figures,
-                       attempts, engine, wait_ms))
+                      (cluster_id, agent_instance, seq, sent_at, clock_offset_ms, clock_delay_ms, nodes, inventory,
+                       nodes_unchanged, gpu_figures, attempts, engine, wait_ms))
 
 struct StartOrder {
   std::string attempt_id;
@@ -120,6 +125,10 @@ BOOST_DESCRIBE_STRUCT(StopOrder, (), (attempt_id, reason, grace_s))
 
 struct SyncResponse {
   std::int64_t lease_ttl_s = 30;
+  // Server clock: when it took the request up, and when it answered (after
+  // any long-poll hold). With the agent's send and receive times they make
+  // one NTP exchange (model/clock_estimate.h).
+  Millis received_at = 0;
   Millis server_time = 0;
   std::vector<StartOrder> start;
   std::vector<StopOrder> stop;
@@ -127,7 +136,7 @@ struct SyncResponse {
   // The server does not hold the inventory the request named: send the nodes.
   bool send_inventory = false;
 };
-BOOST_DESCRIBE_STRUCT(SyncResponse, (), (lease_ttl_s, server_time, start, stop, ack, send_inventory))
+BOOST_DESCRIBE_STRUCT(SyncResponse, (), (lease_ttl_s, received_at, server_time, start, stop, ack, send_inventory))
 
 struct LogUpload {
   std::string attempt_id;

@@ -254,7 +254,7 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   Millis now = clock_.now_ms();
   SyncResponse resp;
   resp.lease_ttl_s = config_.lease_ttl_s;
-  resp.server_time = now;
+  resp.received_at = now;
   bool freed = false;
   bool stale_request = false;
   // What the sync does with the inventory (model/inventory.h): take the
@@ -262,7 +262,11 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   // them); or rewrite the stored ones with a clock offset that moved.
   enum class Inventory { none, reported, stored_with_new_offset };
   Inventory inventory = Inventory::none;
-  const Millis clock_offset = req.sent_at != 0 ? req.sent_at - now : 0;
+  bool nodes_written = false;  // a node row was written or deleted (server/fleet_nodes.h)
+  // The agent's own NTP-style measurement when it has one; the first syncs
+  // fall back to sent_at, which counts any time the request queued as offset.
+  const bool clock_known = req.clock_delay_ms >= 0 || req.sent_at != 0;
+  const Millis clock_offset = req.clock_delay_ms >= 0 ? req.clock_offset_ms : req.sent_at != 0 ? req.sent_at - now : 0;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
     // Store::write runs the body again after a conflict or a busy database:
     // no order computed by a run that rolled back may reach the agent.
@@ -271,6 +275,7 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     resp.ack.clear();
     resp.send_inventory = false;
     inventory = Inventory::none;
+    nodes_written = false;
     freed = false;
     stale_request = false;
     CP_ASSIGN(auto c, tx.get_cluster(cid));
@@ -319,7 +324,7 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
       auto held = live_inventory_.held(cid);
       if (!held || held->fingerprint != req.inventory) {
         resp.send_inventory = true;
-      } else if (req.sent_at != 0 && std::llabs(clock_offset - held->clock_offset_ms) > internal::kClockSlackMs) {
+      } else if (clock_known && std::llabs(clock_offset - held->clock_offset_ms) > internal::kClockSlackMs) {
         inventory = Inventory::stored_with_new_offset;
       }
     }
@@ -347,7 +352,7 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
       for (const auto& [name, known] : known_nodes) reported_nodes.push_back(known);
     }
     for (auto& n : reported_nodes) {
-      if (req.sent_at != 0) n.facts.clock_offset_ms = clock_offset;
+      if (clock_known) n.facts.clock_offset_ms = clock_offset;
       n.updated_at = now;
     }
     auto drift = find_drift(reported_nodes, c->storage_mount);
@@ -370,11 +375,17 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
       // steady fleet change no node, and rewriting every node was a third of
       // a sync's cost (docs/benchmarks.md, "Agent sync load"). Its
       // updated_at then tells when it last changed.
-      if (before_it == known_nodes.end() || !internal::same_report(before_it->second, n)) CP_TRY(tx.upsert_node(n));
+      if (before_it == known_nodes.end() || !internal::same_report(before_it->second, n)) {
+        CP_TRY(tx.upsert_node(n));
+        nodes_written = true;
+      }
       known_nodes.erase(n.name);
     }
     // What is left was not reported: gone.
-    for (const auto& [name, n] : known_nodes) CP_TRY(tx.delete_node(cid, name));
+    for (const auto& [name, n] : known_nodes) {
+      CP_TRY(tx.delete_node(cid, name));
+      nodes_written = true;
+    }
 
     // Attempt reports.
     std::set<std::string> reported;
@@ -429,7 +440,8 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     CP_TRY(compute_orders(tx, cid, reported, resp));
     return {};
   }));
-  if (stale_request) return pending_orders(cid, req.attempts);
+  if (nodes_written) fleet_nodes_.changed(cid);
+  if (stale_request) return pending_orders(cid, req.attempts, now);
   // An agent without nodes (or whose engine listed none) changes no row, as
   // before fingerprints; holding its empty inventory stops it being asked again.
   const bool reported_empty = req.nodes.empty() && !req.nodes_unchanged && !req.inventory.empty();
@@ -443,13 +455,15 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     wake_scheduler();
     log_signal_.notify();
   }
+  resp.server_time = clock_.now_ms();
   return resp;
 }
 
 Result<SyncResponse> ControlPlane::pending_orders(const std::string& cluster_id,
-                                                  const std::vector<AttemptReport>& reported) {
+                                                  const std::vector<AttemptReport>& reported, Millis received_at) {
   SyncResponse resp;
   resp.lease_ttl_s = config_.lease_ttl_s;
+  resp.received_at = received_at;
   resp.server_time = clock_.now_ms();
   std::set<std::string> ids;
   for (const auto& r : reported) ids.insert(r.attempt_id);

@@ -179,7 +179,9 @@ bool may_see(const Principal& p, const Alert& a) {
 // ------------------------------------------------------------ conditions
 
 static Result<std::vector<AlertCondition>> gather_conditions(Tx& tx, const ServerConfig& config, Millis now,
-                                                             const std::map<std::string, MonthUse>& month_use) {
+                                                             const std::map<std::string, MonthUse>& month_use,
+                                                             FleetNodes& fleet_nodes,
+                                                             const FleetNodes::Marks& nodes_written) {
   std::vector<AlertCondition> out;
 
   // Quota watermarks: what attempts hold, against each guaranteed amount.
@@ -280,9 +282,11 @@ static Result<std::vector<AlertCondition>> gather_conditions(Tx& tx, const Serve
       out.push_back(std::move(c));
     }
   }
-  CP_ASSIGN(auto nodes, tx.list_nodes(""));
-  for (const auto& n : nodes) {
-    if (n.ready || n.in_maintenance() || !online.count(n.cluster_id)) continue;
+  std::vector<Node> not_ready;  // copies: few, and the cache is another pass's once the visit ends
+  CP_TRY(fleet_nodes.visit(tx, nodes_written, clusters, [&](const Node& n) {
+    if (!n.ready && !n.in_maintenance() && online.count(n.cluster_id)) not_ready.push_back(n);
+  }));
+  for (const auto& n : not_ready) {
     AlertCondition c;
     c.rule = "node_not_ready";
     c.severity = "warning";
@@ -348,8 +352,9 @@ Status ControlPlane::evaluate_alerts() {
   // else writes alerts between the two: deliveries hold alert_mu_ too.
   std::vector<AlertCondition> conditions;
   std::vector<Alert> open;
+  const auto nodes_written = fleet_nodes_.marks();  // before the read opens (fleet_nodes.h)
   CP_TRY(store_.read([&](Tx& tx) -> Status {
-    CP_ASSIGN(conditions, gather_conditions(tx, config_, now, month_use));
+    CP_ASSIGN(conditions, gather_conditions(tx, config_, now, month_use, fleet_nodes_, nodes_written));
     CP_ASSIGN(open, tx.open_alerts());
     return {};
   }));

@@ -168,6 +168,7 @@ Status ControlPlane::delete_cluster(const Principal& p, const std::string& id) {
     return {};
   }));
   live_inventory_.forget(id);
+  fleet_nodes_.changed(id);
   return ok_status();
 }
 
@@ -254,6 +255,8 @@ Result<Node> ControlPlane::patch_node(const Principal& p, const std::string& clu
     out = *updated;
     return {};
   }));
+  fleet_nodes_.changed(cluster_id);
+  live_inventory_.overlay(out);
   wake_scheduler();
   return out;
 }

@@ -25,6 +25,7 @@
 #include "model/protocol.h"
 #include "model/types.h"
 #include "objstore/object_store.h"
+#include "server/fleet_nodes.h"
 #include "server/live_inventory.h"
 #include "store/store.h"
 
@@ -216,7 +217,9 @@ class ControlPlane {
   Result<SyncResponse> agent_sync(const Principal& agent, const SyncRequest& req);
   // Orders for a cluster right now, given the attempts its agent reported
   // (used to end a long-poll early). Empty when there is nothing to say.
-  Result<SyncResponse> pending_orders(const std::string& cluster_id, const std::vector<AttemptReport>& reported);
+  // `received_at`: when the sync they answer was taken up (SyncResponse::received_at).
+  Result<SyncResponse> pending_orders(const std::string& cluster_id, const std::vector<AttemptReport>& reported,
+                                      Millis received_at);
   Status agent_logs(const Principal& agent, const LogUpload& upload);
   // Notified when there is new work for the cluster (start or stop).
   Signal& cluster_signal(const std::string& cluster_id);
@@ -294,6 +297,7 @@ class ControlPlane {
   ServerConfig config_;
 
   LiveInventory live_inventory_;
+  FleetNodes fleet_nodes_;  // decoded nodes for the background passes
 
   std::mutex signals_mu_;
   std::map<std::string, std::unique_ptr<Signal>> cluster_signals_;

@@ -59,28 +59,36 @@ void LiveInventory::forget(const std::string& cluster) {
   clusters_.erase(cluster);
 }
 
-void LiveInventory::overlay_locked(Node& node) const {
-  auto c = clusters_.find(node.cluster_id);
+void LiveInventory::overlay_locked(const std::string& cluster, const std::string& name,
+                                   std::vector<GpuDevice>& gpus) const {
+  auto c = clusters_.find(cluster);
   if (c == clusters_.end()) return;
-  auto it = c->second.nodes.find(node.name);
+  auto it = c->second.nodes.find(name);
   if (it == c->second.nodes.end()) return;
   const Figures& f = it->second;
   // Figures from another shape of the node (it changed since) are not laid on.
-  if (f.utilization.size() != node.gpus.size() || f.memory_used.size() != node.gpus.size()) return;
-  for (std::size_t i = 0; i < node.gpus.size(); ++i) {
-    node.gpus[i].utilization = f.utilization[i];
-    node.gpus[i].memory_used = f.memory_used[i];
+  if (f.utilization.size() != gpus.size() || f.memory_used.size() != gpus.size()) return;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    gpus[i].utilization = f.utilization[i];
+    gpus[i].memory_used = f.memory_used[i];
   }
 }
 
 void LiveInventory::overlay(Node& node) const {
   std::lock_guard lock(mu_);
-  overlay_locked(node);
+  overlay_locked(node.cluster_id, node.name, node.gpus);
+}
+
+std::vector<GpuDevice> LiveInventory::live_gpus(const Node& node) const {
+  std::vector<GpuDevice> gpus = node.gpus;
+  std::lock_guard lock(mu_);
+  overlay_locked(node.cluster_id, node.name, gpus);
+  return gpus;
 }
 
 void LiveInventory::overlay(std::vector<Node>& nodes) const {
   std::lock_guard lock(mu_);
-  for (auto& n : nodes) overlay_locked(n);
+  for (auto& n : nodes) overlay_locked(n.cluster_id, n.name, n.gpus);
 }
 
 }  // namespace cp

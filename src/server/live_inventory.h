@@ -43,6 +43,9 @@ class LiveInventory {
 
   // Lays the live figures over stored nodes whose GPUs they match.
   void overlay(Node& node) const;
+  // The stored node's GPUs with the live figures laid over (the node itself
+  // left as it is: a cached one, server/fleet_nodes.h).
+  std::vector<GpuDevice> live_gpus(const Node& node) const;
   void overlay(std::vector<Node>& nodes) const;
 
  private:
@@ -56,7 +59,7 @@ class LiveInventory {
     std::int64_t seq = 0;
     std::map<std::string, Figures, std::less<>> nodes;
   };
-  void overlay_locked(Node& node) const;
+  void overlay_locked(const std::string& cluster, const std::string& name, std::vector<GpuDevice>& gpus) const;
 
   mutable std::mutex mu_;
   std::map<std::string, ClusterEntry, std::less<>> clusters_;

@@ -16,23 +16,21 @@ Status ControlPlane::sample_fleet() {
   const Millis now = clock_.now_ms();
   // Read, then add: the reads need no write lock.
   std::map<std::string, ClusterSample> gauges;
+  const auto written = fleet_nodes_.marks();  // before the read opens (fleet_nodes.h)
   CP_TRY(store_.read([&](Tx& tx) -> Status {
     gauges.clear();
     CP_ASSIGN(auto clusters, tx.list_clusters());
-    CP_ASSIGN(auto nodes, tx.list_nodes(""));
-    live_inventory_.overlay(nodes);
     CP_ASSIGN(auto attempts, tx.active_attempts(""));
     for (const auto& c : clusters) gauges[c.id].samples = 1;
-    for (const auto& n : nodes) {
-      auto it = gauges.find(n.cluster_id);
-      if (it == gauges.end()) continue;
-      it->second.gpus_total += n.capacity.gpus();
-      for (const auto& g : n.gpus) {
-        if (g.utilization < 0) continue;  // not measured: no figure rather than 0 %
-        it->second.gpu_util_sum += std::min(g.utilization, 100);
-        it->second.gpu_util_devices += 1;
+    CP_TRY(fleet_nodes_.visit(tx, written, clusters, [&](const Node& n) {
+      auto& g = gauges[n.cluster_id];
+      g.gpus_total += n.capacity.gpus();
+      for (const auto& d : live_inventory_.live_gpus(n)) {
+        if (d.utilization < 0) continue;  // not measured: no figure rather than 0 %
+        g.gpu_util_sum += std::min(d.utilization, 100);
+        g.gpu_util_devices += 1;
       }
-    }
+    }));
     for (const auto& a : attempts) {
       auto it = gauges.find(a.cluster_id);
       if (it != gauges.end()) it->second.gpus_allocated += internal::attempt_total(a).gpus();

@@ -48,6 +48,8 @@ class ScriptedControlPlane {
   void set_lease_ttl(std::int64_t s) { lease_ttl_s_ = s; }
   void set_credential_life_ms(Millis ms) { credential_life_ms_ = ms; }
   void set_hold_ms(Millis ms) { hold_ms_ = ms; }
+  // This server's clock runs ahead of the agent's by `ms` (in its sync answers).
+  void set_clock_ahead_ms(Millis ms) { clock_ahead_ms_ = ms; }
   void set_logs_status(int status) { logs_status_ = status; }
   void set_ack(bool on) { ack_ = on; }
   // The next sync that leaves its nodes out is answered "send the inventory"
@@ -169,6 +171,7 @@ class ScriptedControlPlane {
     Sync s;
     s.req = decoded.value();
     s.auth = req.headers.at("authorization");
+    const Millis received_at = SystemClock::instance().now_ms() + clock_ahead_ms_;
     // A long-poll in small: hold while there is nothing to say.
     auto until =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min<Millis>(s.req.wait_ms, hold_ms_));
@@ -177,7 +180,8 @@ class ScriptedControlPlane {
     }
     SyncResponse resp;
     resp.lease_ttl_s = lease_ttl_s_;
-    resp.server_time = SystemClock::instance().now_ms();
+    resp.received_at = received_at;
+    resp.server_time = SystemClock::instance().now_ms() + clock_ahead_ms_;
     std::lock_guard lock(mu_);
     // A long-poll the agent gave up on ends after newer syncs: ignore what it
     // says (a real server must, too: seq orders the syncs of one instance).
@@ -234,6 +238,7 @@ class ScriptedControlPlane {
   std::atomic<std::int64_t> lease_ttl_s_{30};
   std::atomic<Millis> credential_life_ms_{3'600'000};
   std::atomic<Millis> hold_ms_{200};
+  std::atomic<Millis> clock_ahead_ms_{0};
   std::atomic<int> logs_status_{200};
   std::atomic<bool> ack_{true};
   std::atomic<bool> ask_inventory_{false};
@@ -582,6 +587,22 @@ TEST_F(AgentTest, SendsItsNodesOnlyWhenTheServerDoesNotHoldThem) {
   ASSERT_EQ(syncs[4].req.nodes.size(), 1u);
   EXPECT_FALSE(syncs[4].req.nodes_unchanged);
   EXPECT_EQ(syncs[4].req.inventory, fingerprint);
+}
+
+// From its second sync on, the agent reports its clock against the
+// server's as measured over its syncs (model/clock_estimate.h).
+TEST_F(AgentTest, ReportsItsClockOffsetMeasuredOverItsSyncs) {
+  cp_.set_hold_ms(0);
+  cp_.set_clock_ahead_ms(5000);
+  Agent agent(agent_config(), std::make_unique<LocalExecutor>(executor_config()));
+  ASSERT_TRUE(agent.sync_once().ok());
+  ASSERT_TRUE(agent.sync_once().ok());
+  auto syncs = cp_.syncs();
+  ASSERT_EQ(syncs.size(), 2u);
+  EXPECT_EQ(syncs[0].req.clock_delay_ms, -1) << "nothing measured before the first answer";
+  EXPECT_GE(syncs[1].req.clock_delay_ms, 0);
+  // The agent is 5 s behind; the estimate is off by at most half the delay.
+  EXPECT_LE(std::llabs(syncs[1].req.clock_offset_ms + 5000), syncs[1].req.clock_delay_ms / 2 + 1);
 }
 
 }  // namespace

@@ -590,6 +590,51 @@ TEST_F(ControlPlaneTest, ANodeThatReportsNothingNewIsNotWrittenAgain) {
   EXPECT_TRUE(cp_->get_node(admin_, "c1", "n1")->maintenance);
 }
 
+// An agent that measured its clock (model/clock_estimate.h) is taken at its
+// word: a sync that queued for 2 s before the server took it up is not clock
+// drift, and does not rewrite the nodes.
+TEST_F(ControlPlaneTest, AMeasuredClockOffsetIsUsedInsteadOfTheTimeASyncQueued) {
+  auto [agent, cred] = connect("c1");
+  SyncRequest req;
+  req.cluster_id = "c1";
+  req.agent_instance = "instance-1";
+  req.seq = 1;
+  req.nodes = {gpu_node("n1", 2)};
+  req.inventory = inventory_fingerprint(req.nodes);
+  req.sent_at = clock_.now_ms();
+  auto r = cp_->agent_sync(agent, req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->received_at, clock_.now_ms());
+  EXPECT_GE(r->server_time, r->received_at);
+  const Millis stored_at = cp_->get_node(admin_, "c1", "n1")->updated_at;
+
+  clock_.advance_ms(5000);
+  SyncRequest same;
+  same.cluster_id = "c1";
+  same.agent_instance = "instance-1";
+  same.seq = 2;
+  same.sent_at = clock_.now_ms() - 2000;  // sent 2 s ago: it queued
+  same.clock_offset_ms = 30;
+  same.clock_delay_ms = 12;
+  same.nodes_unchanged = true;
+  same.inventory = req.inventory;
+  ASSERT_TRUE(cp_->agent_sync(agent, same).ok());
+  auto n1 = cp_->get_node(admin_, "c1", "n1").value();
+  EXPECT_EQ(n1.updated_at, stored_at) << "30 ms is within the slack of 0";
+  EXPECT_TRUE(n1.drift.empty());
+
+  // A measured offset past the limit is drift, whatever sent_at says.
+  clock_.advance_ms(5000);
+  same.seq = 3;
+  same.sent_at = clock_.now_ms();
+  same.clock_offset_ms = -1800;
+  ASSERT_TRUE(cp_->agent_sync(agent, same).ok());
+  n1 = cp_->get_node(admin_, "c1", "n1").value();
+  EXPECT_EQ(n1.facts.clock_offset_ms, -1800);
+  ASSERT_EQ(n1.drift.size(), 1u);
+  EXPECT_EQ(n1.drift[0].kind, "clock_offset");
+}
+
 TEST(Retention, ExpiredTmpObjectsGoInBoundedPassesAndNothingElseDoes) {
   auto dir = std::filesystem::temp_directory_path() / ("cp-retention-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
