@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -104,7 +105,7 @@ def run_cubeplane(binary, tasks, clients):
     log = open(os.path.join(work, "up.log"), "w")
     env = dict(os.environ, CUBEPLANE_USE_SAMPLE_MS="0")
     proc = subprocess.Popen([binary, "up", "--config", config, "--data-dir", os.path.join(work, "data"),
-                             "--listen", "127.0.0.1:0", "--log-level", "warn"],
+                             "--listen", "127.0.0.1:0", "--log-level", os.environ.get("VS_SLURM_LOG_LEVEL", "warn")],
                             stdout=subprocess.PIPE, stderr=log, text=True, env=env)
     try:
         base = None
@@ -141,6 +142,7 @@ def run_cubeplane(binary, tasks, clients):
                 raise SystemExit("cubeplane: tasks did not all succeed within 10 minutes")
             time.sleep(POLL_S)
         elapsed = time.monotonic() - t0
+        print_phases(os.path.join(work, "data", "cubeplane.db"))
         return tasks / elapsed, submitted, elapsed
     finally:
         proc.send_signal(signal.SIGINT)
@@ -148,7 +150,33 @@ def run_cubeplane(binary, tasks, clients):
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-        shutil.rmtree(work, ignore_errors=True)
+        if not os.environ.get("VS_SLURM_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def print_phases(db_path):
+    """Where a task's life went, from the run's own store: the server's
+    events (created, Dispatched, Succeeded) and the agent's start and end
+    times on the attempt (one machine, one clock). Medians and p90 in ms."""
+    db = sqlite3.connect("file:" + db_path + "?mode=ro", uri=True)
+    at = {}
+    for object_id, doc in db.execute("SELECT object_id, doc FROM events WHERE object_kind = 'task'"):
+        e = json.loads(doc)
+        at.setdefault(object_id, {}).setdefault(e.get("to") or e.get("type"), e["at"])
+    for (doc,) in db.execute("SELECT doc FROM attempts"):
+        a = json.loads(doc)
+        t = at.setdefault(a["task_id"], {})
+        t["started"], t["finished"] = a.get("started_at", 0), a.get("finished_at", 0)
+    db.close()
+    phases = [("queued (created -> Dispatched)", "Queued", "Dispatched"),
+              ("to the agent and started (Dispatched -> started)", "Dispatched", "started"),
+              ("ran (started -> finished)", "started", "finished"),
+              ("reported (finished -> Succeeded)", "finished", "Succeeded")]
+    for name, a, b in phases:
+        gaps = sorted(t[b] - t[a] for t in at.values() if t.get(a) and t.get(b))
+        if gaps:
+            print("  %-50s p50 %5d  p90 %5d ms  (%d tasks)"
+                  % (name, gaps[len(gaps) // 2], gaps[min(len(gaps) - 1, len(gaps) * 9 // 10)], len(gaps)))
 
 
 def slurm_env():
@@ -195,7 +223,8 @@ def run_slurm(tasks, clients):
             raise SystemExit(f"slurm: {done} of {tasks} jobs COMPLETED")
         return tasks / elapsed, submitted, elapsed
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if not os.environ.get("VS_SLURM_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def main():

@@ -251,6 +251,8 @@ Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
   std::function<bool(const std::vector<AttemptReport>&)> news;
   if (abortable) news = [this](const std::vector<AttemptReport>& now) { return differs(signatures(now), inflight_); };
   auto r = post(std::string(kSyncPath), dump(to_json(req)), config_.request_timeout_ms + wait_ms, true, news);
+  spdlog::debug("agent: sync {} (wait {} ms, {} reports) {} after {} ms", req.seq, wait_ms, req.attempts.size(),
+                r.ok() ? std::to_string(r->status) : r.error().code, clock_.now_ms() - now);
   if (!r.ok()) return r.error();
   if (!is_2xx(r->status)) return http_error("sync", *r);
   auto resp = decode_json<SyncResponse>(r->body);
@@ -281,8 +283,11 @@ void Agent::apply(const SyncResponse& resp) {
     reported_.erase(id);
   }
   for (const auto& s : resp.stop) executor_->stop(s.attempt_id, s.reason, s.grace_s);
-  for (const auto& o : resp.start) {
-    auto st = executor_->start(o);
+  const auto started = executor_->start_all(resp.start);
+  CP_CHECK(started.size() == resp.start.size(), "start_all answered for another number of orders");
+  for (std::size_t i = 0; i < resp.start.size(); ++i) {
+    const auto& o = resp.start[i];
+    const auto& st = started[i];
     if (st.ok()) continue;
     spdlog::error("agent: cannot start attempt {}: {}", o.attempt_id, st.error().message);
     AttemptReport rep;
@@ -388,6 +393,7 @@ Result<HttpResponse> Agent::post(const std::string& path, const std::string& bod
   HttpRequestOptions opts;
   opts.timeout_ms = static_cast<long>(timeout_ms);
   opts.abort_check_ms = static_cast<long>(std::clamp<Millis>(config_.change_check_ms, 1, 100));
+  if (extra_abort) opts.wake_fds = executor_->exit_fds();
   if (with_auth) opts.headers["Authorization"] = "Bearer " + cred_.credential;
   // Runs on this thread every abort_check_ms while the request is in flight:
   // fencing and kill deadlines keep their time even if the server hangs.

@@ -73,6 +73,19 @@ class Executor {
   // could not even be recorded (e.g. an id unusable as a file name); anything
   // later (command not found, fork failed) is reported as a Failed attempt.
   virtual Status start(const StartOrder& order) = 0;
+  // The orders of one sync, one status each (in order). Engines that can
+  // overlap the starts override it; by default one start after another.
+  virtual std::vector<Status> start_all(const std::vector<StartOrder>& orders) {
+    std::vector<Status> out;
+    out.reserve(orders.size());
+    for (const auto& o : orders) out.push_back(start(o));
+    return out;
+  }
+
+  // Descriptors that become readable when a running replica's process ends
+  // (pidfds), so that the agent reports an exit at once instead of at its
+  // next check; valid until the next call. None by default.
+  virtual std::vector<int> exit_fds() { return {}; }
 
   // Asks the attempt to end. Unknown or already ended attempts: no-op. A
   // second stop keeps the first reason and the earlier kill deadline.

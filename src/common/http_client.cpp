@@ -73,6 +73,10 @@ int HttpClient::perform_abortable(const HttpRequestOptions& opts) {
   }
   CURLM* m = static_cast<CURLM*>(multi_);
   if (curl_multi_add_handle(m, c) != CURLM_OK) return CURLE_FAILED_INIT;
+  std::vector<curl_waitfd> wake;
+  for (int fd : opts.wake_fds) {
+    if (fd >= 0) wake.push_back(curl_waitfd{fd, CURL_WAIT_POLLIN, 0});
+  }
   int rc = CURLE_OK;
   for (;;) {
     int running = 0;
@@ -92,7 +96,12 @@ int HttpClient::perform_abortable(const HttpRequestOptions& opts) {
       rc = -1;
       break;
     }
-    curl_multi_poll(m, nullptr, 0, static_cast<int>(std::max(1L, opts.abort_check_ms)), nullptr);
+    for (auto& w : wake) w.revents = 0;
+    curl_multi_poll(m, wake.empty() ? nullptr : wake.data(), static_cast<unsigned>(wake.size()),
+                    static_cast<int>(std::max(1L, opts.abort_check_ms)), nullptr);
+    // A descriptor that fired stays ready (an exited process's pidfd): it
+    // has had its say for this request.
+    std::erase_if(wake, [](const curl_waitfd& w) { return w.revents != 0; });
   }
   curl_multi_remove_handle(m, c);
   return rc;

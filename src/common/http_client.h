@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "common/result.h"
@@ -35,6 +36,11 @@ struct HttpRequestOptions {
   // line is idle, hence a poll loop of our own.)
   std::function<bool()> should_abort;
   long abort_check_ms = 50;
+  // With should_abort: descriptors whose readiness (readable, hung up) asks
+  // it at once instead of at the next abort_check_ms (the agent passes
+  // pidfds of its running processes, so that an exit is reported at once).
+  // Each wakes the wait once per request; they must stay open throughout.
+  std::vector<int> wake_fds;
   // TLS for https URLs (the Kubernetes API): a CA bundle in place of the
   // system's, a client certificate and key (PEM files), or no verification
   // at all. Empty: libcurl's defaults.

@@ -4,6 +4,7 @@
 #include "agent/executors/local_executor.h"
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -188,6 +189,49 @@ TEST_F(LocalExecutorTest, BadOrders) {
   auto r = wait_terminal(ex, "t-empty.1");
   EXPECT_EQ(r.state, AttemptState::Failed);
   EXPECT_EQ(r.message, "empty command");
+}
+
+// The orders of one sync start together: one status per order, in order;
+// a refused one and a bad one do not hold up the others, a repeat is a
+// no-op, and every replica of a gang runs in its own process group.
+TEST_F(LocalExecutorTest, OrdersOfOneSyncStartTogether) {
+  LocalExecutor ex(config());
+  auto gang = order_for("t-gang", 1, sh("echo $CUBEPLANE_REPLICA > \"$CUBEPLANE_CHECKPOINT_DIR/r$CUBEPLANE_REPLICA\""));
+  gang.placements = {ReplicaPlacement{0, "node-a", {}}, ReplicaPlacement{1, "node-a", {}}};
+  auto refused = order_for("t-x", 1, {"true"});
+  refused.attempt_id = "../escape";
+  auto ok = order_for("t-batch-ok", 1, {"true"});
+  auto empty = order_for("t-batch-empty", 1, {});
+  auto st = ex.start_all({gang, refused, ok, empty, ok});
+  ASSERT_EQ(st.size(), 5u);
+  EXPECT_TRUE(st[0].ok());
+  EXPECT_FALSE(st[1].ok());
+  EXPECT_TRUE(st[2].ok());
+  EXPECT_TRUE(st[3].ok());
+  EXPECT_TRUE(st[4].ok()) << "the repeat is idempotent";
+  EXPECT_EQ(wait_terminal(ex, "t-gang.1").state, AttemptState::Succeeded);
+  EXPECT_EQ(wait_terminal(ex, "t-batch-ok.1").state, AttemptState::Succeeded);
+  EXPECT_EQ(wait_terminal(ex, "t-batch-empty.1").message, "empty command");
+  EXPECT_EQ(slurp(dir_.path() + "/checkpoints/t-gang/r0"), "0\n");
+  EXPECT_EQ(slurp(dir_.path() + "/checkpoints/t-gang/r1"), "1\n");
+  std::size_t reports = 0;
+  for (const auto& r : ex.poll()) reports += r.attempt_id == "t-batch-ok.1";
+  EXPECT_EQ(reports, 1u) << "started once";
+}
+
+// A running replica has a descriptor that becomes readable when it ends
+// (the agent waits on it during a long-poll); once the end is seen, it is gone.
+TEST_F(LocalExecutorTest, ARunningReplicasExitDescriptorBecomesReadableWhenItEnds) {
+  LocalExecutor ex(config());
+  ASSERT_TRUE(ex.start(order_for("t-fd", 1, sh("while [ ! -f go ]; do sleep 0.01; done"))).ok());
+  auto fds = ex.exit_fds();
+  ASSERT_EQ(fds.size(), 1u);
+  pollfd p{fds[0], POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0) << "still running";
+  touch(work("t-fd.1") + "/go");
+  EXPECT_EQ(::poll(&p, 1, 15000), 1) << "readable once the shim is gone";
+  EXPECT_EQ(wait_terminal(ex, "t-fd.1").state, AttemptState::Succeeded);
+  EXPECT_TRUE(ex.exit_fds().empty());
 }
 
 // Each replica sees the platform's variables; attempt 2 of a task resumes in the

@@ -23,11 +23,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "agent/executor.h"
+#include "agent/executors/supervised_process.h"
 #include "common/clock.h"
 
 namespace cp {
@@ -74,6 +76,8 @@ class LocalExecutor final : public Executor {
   std::vector<NodeReport> inventory() override;
   EngineStatus engine() override;
   Status start(const StartOrder& order) override;
+  std::vector<Status> start_all(const std::vector<StartOrder>& orders) override;
+  std::vector<int> exit_fds() override;
   void stop(const std::string& attempt_id, const std::string& reason, std::int64_t grace_s) override;
   std::vector<AttemptReport> poll() override;
   void forget(const std::string& attempt_id) override;
@@ -132,7 +136,10 @@ class LocalExecutor final : public Executor {
   void sample_use();      // every use_sample_ms: one sample of each running replica
   void signal_running(Live& a, int sig);
   std::vector<std::string> build_env(const StartOrder& order, const ReplicaPlacement& placement) const;
-  void spawn_replicas(Live& a);
+  // A start order recorded and journaled; nullptr when it is known already.
+  Result<Live*> record_start(const StartOrder& order);
+  // The replicas' shims forked (gated) and journaled; nullopt where the fork failed.
+  std::vector<std::optional<SpawnedProcess>> spawn_shims(Live& a);
   AttemptReport report_of(const AttemptRecord& r) const;
   void maybe_remove(const std::string& attempt_id);
   std::string log_path(const std::string& attempt_id, int replica) const;
@@ -142,6 +149,10 @@ class LocalExecutor final : public Executor {
   const Clock& clock_;
   std::mutex mu_;
   std::map<std::string, Live> attempts_;
+  // pidfds of running replicas' shims, by (attempt, replica index); closed
+  // by exit_fds() once the replica ended, so that none closes mid-request.
+  std::map<std::pair<std::string, std::size_t>, int> exit_fds_;
+  void watch_exit(const std::string& attempt_id, std::size_t replica, int shim_pid);
   std::set<std::string> forgotten_;  // removed this process; a late start order for them is ignored
   std::int64_t finish_counter_ = 0;
   std::unique_ptr<Nvml> nvml_;  // lazily, on the first inventory()

@@ -409,12 +409,19 @@ Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
 }
 
 void release_supervised(SpawnedProcess& process) {
-  if (process.go_fd >= 0) {
-    char go = 1;
-    safe_write(process.go_fd, &go, 1);
-    ::close(process.go_fd);
-    process.go_fd = -1;
-  }
+  open_supervised_gate(process);
+  await_supervised_pgid(process);
+}
+
+void open_supervised_gate(SpawnedProcess& process) {
+  if (process.go_fd < 0) return;
+  char go = 1;
+  safe_write(process.go_fd, &go, 1);
+  ::close(process.go_fd);
+  process.go_fd = -1;
+}
+
+void await_supervised_pgid(SpawnedProcess& process) {
   if (process.report_fd < 0) return;
   int pgid = 0;
   std::size_t got = 0;

@@ -60,6 +60,11 @@ Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec);
 // Failures after the fork (command not found, bad work dir) end in an exit
 // file with 127 (126: not executable) and a line in the log, as a shell would.
 void release_supervised(SpawnedProcess& process);
+// The two halves of release_supervised, so that many shims can be let go
+// at once and fork their commands side by side: open the gate, later wait
+// for the pgid.
+void open_supervised_gate(SpawnedProcess& process);
+void await_supervised_pgid(SpawnedProcess& process);
 
 // The pid of the shim's child (the command, whose pid is its pgid), read from
 // /proc; 0 when there is none. For adopting a shim released but not journaled.
