@@ -440,18 +440,24 @@ TEST_F(ControlPlaneTest, PreflightDriftIsStoredOnTheNodeAndEachChangeIsOneEvent)
   EXPECT_EQ(drift_events(), 2u);
 }
 
+// The first sync of agent instance-1 of c1: every node, with its fingerprint.
+SyncRequest full_inventory_sync(std::vector<NodeReport> nodes, Millis sent_at) {
+  SyncRequest req;
+  req.cluster_id = "c1";
+  req.agent_instance = "instance-1";
+  req.seq = 1;
+  req.nodes = std::move(nodes);
+  req.inventory = inventory_fingerprint(req.nodes);
+  req.sent_at = sent_at;
+  return req;
+}
+
 // An agent that says its nodes are unchanged (model/inventory.h) costs no
 // node read or write while the server holds the inventory it names; the GPU
 // figures it sends are laid over the stored nodes when they are read.
 TEST_F(ControlPlaneTest, NodesReportedUnchangedAreNeitherReadNorWritten) {
   auto [agent, cred] = connect("c1");
-  SyncRequest req;
-  req.cluster_id = "c1";
-  req.agent_instance = "instance-1";
-  req.seq = 1;
-  req.nodes = {gpu_node("n1", 2), gpu_node("n2", 2)};
-  req.inventory = inventory_fingerprint(req.nodes);
-  req.sent_at = clock_.now_ms();
+  SyncRequest req = full_inventory_sync({gpu_node("n1", 2), gpu_node("n2", 2)}, clock_.now_ms());
   auto r = cp_->agent_sync(agent, req);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(r->send_inventory);
@@ -506,12 +512,7 @@ TEST_F(ControlPlaneTest, NodesReportedUnchangedAreNeitherReadNorWritten) {
 // gone), or when the agent names another inventory.
 TEST_F(ControlPlaneTest, AnInventoryTheServerDoesNotHoldIsAskedFor) {
   auto [agent, cred] = connect("c1");
-  SyncRequest req;
-  req.cluster_id = "c1";
-  req.agent_instance = "instance-1";
-  req.seq = 1;
-  req.nodes = {gpu_node("n1", 2)};
-  req.inventory = inventory_fingerprint(req.nodes);
+  SyncRequest req = full_inventory_sync({gpu_node("n1", 2)}, 0);
   ASSERT_TRUE(cp_->agent_sync(agent, req).ok());
 
   SyncRequest other = req;
@@ -595,13 +596,7 @@ TEST_F(ControlPlaneTest, ANodeThatReportsNothingNewIsNotWrittenAgain) {
 // drift, and does not rewrite the nodes.
 TEST_F(ControlPlaneTest, AMeasuredClockOffsetIsUsedInsteadOfTheTimeASyncQueued) {
   auto [agent, cred] = connect("c1");
-  SyncRequest req;
-  req.cluster_id = "c1";
-  req.agent_instance = "instance-1";
-  req.seq = 1;
-  req.nodes = {gpu_node("n1", 2)};
-  req.inventory = inventory_fingerprint(req.nodes);
-  req.sent_at = clock_.now_ms();
+  SyncRequest req = full_inventory_sync({gpu_node("n1", 2)}, clock_.now_ms());
   auto r = cp_->agent_sync(agent, req);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->received_at, clock_.now_ms());
