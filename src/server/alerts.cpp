@@ -282,9 +282,9 @@ static Result<std::vector<AlertCondition>> gather_conditions(Tx& tx, const Serve
       out.push_back(std::move(c));
     }
   }
-  std::vector<Node> not_ready;  // copies: few, and the cache is another pass's once the visit ends
-  CP_TRY(fleet_nodes.visit(tx, nodes_written, clusters, [&](const Node& n) {
-    if (!n.ready && !n.in_maintenance() && online.count(n.cluster_id)) not_ready.push_back(n);
+  std::vector<NodeSummary> not_ready;  // copies: few, and the cache is another pass's once the visit ends
+  CP_TRY(fleet_nodes.visit(tx, nodes_written, clusters, [&](const NodeSummary& n) {
+    if (!n.ready && !n.in_maintenance && online.count(n.cluster_id)) not_ready.push_back(n);
   }));
   for (const auto& n : not_ready) {
     AlertCondition c;

@@ -4,6 +4,30 @@
 
 namespace cp {
 
+NodeSummary NodeSummary::of(const Node& n) {
+  NodeSummary f;
+  f.cluster_id = n.cluster_id;
+  f.name = n.name;
+  f.ready = n.ready;
+  f.in_maintenance = n.in_maintenance();
+  f.not_ready_reason = n.not_ready_reason;
+  f.gpus_total = n.capacity.gpus();
+  f.gpu_utilization.reserve(n.gpus.size());
+  for (const auto& g : n.gpus) f.gpu_utilization.push_back(g.utilization);
+  return f;
+}
+
+namespace {
+
+std::vector<NodeSummary> fleet_nodes_of(const std::vector<Node>& nodes) {
+  std::vector<NodeSummary> out;
+  out.reserve(nodes.size());
+  for (const auto& n : nodes) out.push_back(NodeSummary::of(n));
+  return out;
+}
+
+}  // namespace
+
 void FleetNodes::changed(const std::string& cluster) {
   std::lock_guard lock(gen_mu_);
   ++gens_[cluster];
@@ -20,7 +44,7 @@ std::int64_t FleetNodes::clusters_read() const {
 }
 
 Status FleetNodes::visit(Tx& tx, const Marks& marks, const std::vector<Cluster>& clusters,
-                         const std::function<void(const Node&)>& fn) {
+                         const std::function<void(const NodeSummary&)>& fn) {
   std::lock_guard lock(cache_mu_);
   std::set<std::string, std::less<>> present;
   std::vector<std::pair<const Cluster*, bool>> stale;  // and whether it is new here
@@ -40,19 +64,19 @@ Status FleetNodes::visit(Tx& tx, const Marks& marks, const std::vector<Cluster>&
   }
   // Many to read (the first pass, say): one statement for the whole fleet.
   const bool whole_fleet = stale.size() > 8 && stale.size() * 2 > clusters.size();
-  std::map<std::string, std::vector<Node>, std::less<>> read;
+  std::map<std::string, std::vector<NodeSummary>, std::less<>> read;
   if (whole_fleet) {
     CP_ASSIGN(auto all, tx.list_nodes(""));
     std::map<std::string, std::vector<Node>, std::less<>> by_cluster;
     for (auto& n : all) by_cluster[n.cluster_id].push_back(std::move(n));
     for (const auto& [c, first] : stale) {
       auto found = by_cluster.find(c->id);
-      read[c->id] = found == by_cluster.end() ? std::vector<Node>{} : std::move(found->second);
+      read[c->id] = found == by_cluster.end() ? std::vector<NodeSummary>{} : fleet_nodes_of(found->second);
     }
   } else {
     for (const auto& [c, first] : stale) {
       CP_ASSIGN(auto nodes, tx.list_nodes(c->id));
-      read[c->id] = std::move(nodes);
+      read[c->id] = fleet_nodes_of(nodes);
     }
   }
   // Only once everything was read (a failed read changes nothing here).

@@ -3,7 +3,8 @@
 // pass was most of an idle server's CPU: at 1,000 clusters of 100 nodes,
 // 200,000 node documents every 15 s, about 28 % of a core with the agents
 // nearly silent (docs/benchmarks.md, "Agent sync load"). Nodes change
-// rarely, so this keeps each cluster's decoded nodes and reads a cluster
+// rarely, so this keeps what the passes need of each cluster's nodes
+// (NodeSummary) and reads a cluster
 // again only after a commit that wrote its nodes said so (changed()).
 //
 // Why a read never keeps stale rows (the passes read in a read transaction,
@@ -33,6 +34,19 @@
 
 namespace cp {
 
+// What the passes need of a node: a few fields, not its document (a
+// decoded Node is about 4 KB; 100,000 of them held 400 MB).
+struct NodeSummary {
+  std::string cluster_id;
+  std::string name;
+  bool ready = true;
+  bool in_maintenance = false;
+  std::string not_ready_reason;
+  std::int64_t gpus_total = 0;        // capacity
+  std::vector<int> gpu_utilization;   // per device as stored; -1 not measured
+  static NodeSummary of(const Node& n);
+};
+
 class FleetNodes {
  public:
   explicit FleetNodes(int refresh_every = 40) : refresh_every_(refresh_every < 1 ? 1 : refresh_every) {}
@@ -48,7 +62,7 @@ class FleetNodes {
   // cluster in the order given, then by name. Passes that visit at once
   // take turns.
   Status visit(Tx& tx, const Marks& marks, const std::vector<Cluster>& clusters,
-               const std::function<void(const Node&)>& fn);
+               const std::function<void(const NodeSummary&)>& fn);
 
   // Clusters read from the store (not from memory) so far: for tests.
   std::int64_t clusters_read() const;
@@ -57,7 +71,7 @@ class FleetNodes {
   struct Entry {
     std::uint64_t gen = 0;
     int passes = 0;  // visits since it was read (less a stagger after the first read)
-    std::vector<Node> nodes;
+    std::vector<NodeSummary> nodes;
   };
 
   const int refresh_every_;

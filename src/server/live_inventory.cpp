@@ -79,11 +79,14 @@ void LiveInventory::overlay(Node& node) const {
   overlay_locked(node.cluster_id, node.name, node.gpus);
 }
 
-std::vector<GpuDevice> LiveInventory::live_gpus(const Node& node) const {
-  std::vector<GpuDevice> gpus = node.gpus;
+std::vector<int> LiveInventory::live_utilization(const std::string& cluster, const std::string& name,
+                                                 const std::vector<int>& stored) const {
   std::lock_guard lock(mu_);
-  overlay_locked(node.cluster_id, node.name, gpus);
-  return gpus;
+  auto c = clusters_.find(cluster);
+  if (c == clusters_.end()) return stored;
+  auto it = c->second.nodes.find(name);
+  if (it == c->second.nodes.end() || it->second.utilization.size() != stored.size()) return stored;
+  return it->second.utilization;
 }
 
 void LiveInventory::overlay(std::vector<Node>& nodes) const {

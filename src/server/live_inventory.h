@@ -43,9 +43,10 @@ class LiveInventory {
 
   // Lays the live figures over stored nodes whose GPUs they match.
   void overlay(Node& node) const;
-  // The stored node's GPUs with the live figures laid over (the node itself
-  // left as it is: a cached one, server/fleet_nodes.h).
-  std::vector<GpuDevice> live_gpus(const Node& node) const;
+  // The live utilization of a node's GPUs, or `stored` (per device, as the
+  // node row has it) where none is held for that shape of the node.
+  std::vector<int> live_utilization(const std::string& cluster, const std::string& name,
+                                    const std::vector<int>& stored) const;
   void overlay(std::vector<Node>& nodes) const;
 
  private:

@@ -22,12 +22,12 @@ Status ControlPlane::sample_fleet() {
     CP_ASSIGN(auto clusters, tx.list_clusters());
     CP_ASSIGN(auto attempts, tx.active_attempts(""));
     for (const auto& c : clusters) gauges[c.id].samples = 1;
-    CP_TRY(fleet_nodes_.visit(tx, written, clusters, [&](const Node& n) {
+    CP_TRY(fleet_nodes_.visit(tx, written, clusters, [&](const NodeSummary& n) {
       auto& g = gauges[n.cluster_id];
-      g.gpus_total += n.capacity.gpus();
-      for (const auto& d : live_inventory_.live_gpus(n)) {
-        if (d.utilization < 0) continue;  // not measured: no figure rather than 0 %
-        g.gpu_util_sum += std::min(d.utilization, 100);
+      g.gpus_total += n.gpus_total;
+      for (int u : live_inventory_.live_utilization(n.cluster_id, n.name, n.gpu_utilization)) {
+        if (u < 0) continue;  // not measured: no figure rather than 0 %
+        g.gpu_util_sum += std::min(u, 100);
         g.gpu_util_devices += 1;
       }
     }));

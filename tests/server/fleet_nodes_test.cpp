@@ -41,7 +41,7 @@ class FleetNodesTest : public ::testing::Test {
     std::vector<std::string> seen;
     EXPECT_TRUE(store_->read([&](Tx& tx) -> Status {
       CP_ASSIGN(auto clusters, tx.list_clusters());
-      return fleet.visit(tx, m, clusters, [&](const Node& n) {
+      return fleet.visit(tx, m, clusters, [&](const NodeSummary& n) {
         seen.push_back(n.cluster_id + "/" + n.name + (n.ready ? "" : "!"));
       });
     }).ok());
