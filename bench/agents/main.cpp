@@ -33,7 +33,8 @@
 // wait_ms = 0 measures, without 1,000 open connections held by this process.
 //
 // The window: after every agent has registered and done its first sync (the
-// warm-up), CPU and latencies are measured over --duration-s.
+// warm-up), and --settle-s more, CPU and latencies are measured over
+// --duration-s.
 //
 // The last line is machine-readable:
 //   agents=N nodes_per_agent=N interval_s=X server_cpu_pct=X sync_p99_ms=X
@@ -355,6 +356,7 @@ struct Options {
   std::uint32_t seed = 1;
   bool keep_data = false;
   bool full_inventory = false;
+  double settle_s = 0;
 };
 
 cp::HttpRequestOptions bearer(const std::string& token) {
@@ -406,6 +408,9 @@ int main(int argc, char** argv) {
   app.add_option("--nodes-per-agent", o.nodes, "Nodes each agent reports (8 GPUs each)")->check(CLI::Range(1, 10000));
   app.add_option("--interval-s", o.interval_s, "Seconds between two syncs of one agent")->check(CLI::Range(0.05, 3600.0));
   app.add_option("--duration-s", o.duration_s, "Seconds measured, after the warm-up")->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--settle-s", o.settle_s,
+                 "Seconds more after the warm-up before measuring (the start's backlog cleared)")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--workers", o.workers, "Client threads, each with one keep-alive connection")
       ->check(CLI::Range(1, 1024));
   app.add_option("--store", o.store, "The server's store URL (default: SQLite in its fresh data directory; "
@@ -575,6 +580,9 @@ int main(int argc, char** argv) {
     if (Clock::now() > warm_deadline) die("not every agent got a first sync through within the warm-up");
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // Then, on request, time for the start's backlog to clear (1,000 first
+  // syncs of every node, the first whole-fleet reads): steady state only.
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.settle_s));
   const double warmup_s = std::chrono::duration<double>(Clock::now() - t0).count();
   rusage self_before{};
   ::getrusage(RUSAGE_SELF, &self_before);
