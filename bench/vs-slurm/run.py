@@ -20,6 +20,11 @@ task is seen finished, by polling every 20 ms.
              each task is `sbatch --wrap true -c 1`; done = gone from squeue
              and COMPLETED in scontrol.
 
+Before the rates, Cubeplane's side prints where a task's life went (queued,
+to the agent and started, ran, reported; p50 and p90), from its own store.
+VS_SLURM_KEEP=1 keeps the work directories (the store, up.log) in /tmp;
+VS_SLURM_LOG_LEVEL=debug makes `cubeplane up` log each sync and cycle there.
+
 The last line is machine-readable:
   cubeplane_per_sec=X slurm_per_sec=Y ratio=R tasks=N
 Needs root for Slurm (the script starts it when needed).

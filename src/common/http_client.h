@@ -7,8 +7,8 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 

@@ -297,7 +297,7 @@ class ControlPlane {
   ServerConfig config_;
 
   LiveInventory live_inventory_;
-  FleetNodes fleet_nodes_;  // decoded nodes for the background passes
+  FleetNodes fleet_nodes_;  // node summaries for the background passes
 
   std::mutex signals_mu_;
   std::map<std::string, std::unique_ptr<Signal>> cluster_signals_;

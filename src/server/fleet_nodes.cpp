@@ -17,17 +17,6 @@ NodeSummary NodeSummary::of(const Node& n) {
   return f;
 }
 
-namespace {
-
-std::vector<NodeSummary> fleet_nodes_of(const std::vector<Node>& nodes) {
-  std::vector<NodeSummary> out;
-  out.reserve(nodes.size());
-  for (const auto& n : nodes) out.push_back(NodeSummary::of(n));
-  return out;
-}
-
-}  // namespace
-
 void FleetNodes::changed(const std::string& cluster) {
   std::lock_guard lock(gen_mu_);
   ++gens_[cluster];
@@ -47,41 +36,33 @@ Status FleetNodes::visit(Tx& tx, const Marks& marks, const std::vector<Cluster>&
                          const std::function<void(const NodeSummary&)>& fn) {
   std::lock_guard lock(cache_mu_);
   std::set<std::string, std::less<>> present;
-  std::vector<std::pair<const Cluster*, bool>> stale;  // and whether it is new here
+  std::vector<const Cluster*> stale;
   for (const auto& c : clusters) {
     present.insert(c.id);
     const auto m = marks.find(c.id);
     const std::uint64_t gen = m == marks.end() ? 0 : m->second;
     auto it = cache_.find(c.id);
-    if (it == cache_.end()) {
-      stale.push_back({&c, true});
-    } else if (it->second.gen != gen || it->second.passes >= refresh_every_) {
-      stale.push_back({&c, false});
-    }
+    if (it == cache_.end() || it->second.gen != gen || it->second.passes >= refresh_every_) stale.push_back(&c);
   }
   for (auto it = cache_.begin(); it != cache_.end();) {
     it = present.count(it->first) ? std::next(it) : cache_.erase(it);  // deleted clusters
   }
   // Many to read (the first pass, say): one statement for the whole fleet.
-  const bool whole_fleet = stale.size() > 8 && stale.size() * 2 > clusters.size();
   std::map<std::string, std::vector<NodeSummary>, std::less<>> read;
-  if (whole_fleet) {
+  if (stale.size() > 8 && stale.size() * 2 > clusters.size()) {
     CP_ASSIGN(auto all, tx.list_nodes(""));
-    std::map<std::string, std::vector<Node>, std::less<>> by_cluster;
-    for (auto& n : all) by_cluster[n.cluster_id].push_back(std::move(n));
-    for (const auto& [c, first] : stale) {
-      auto found = by_cluster.find(c->id);
-      read[c->id] = found == by_cluster.end() ? std::vector<NodeSummary>{} : fleet_nodes_of(found->second);
-    }
+    for (const auto& n : all) read[n.cluster_id].push_back(NodeSummary::of(n));
   } else {
-    for (const auto& [c, first] : stale) {
+    for (const Cluster* c : stale) {
       CP_ASSIGN(auto nodes, tx.list_nodes(c->id));
-      read[c->id] = fleet_nodes_of(nodes);
+      auto& summaries = read[c->id];
+      for (const auto& n : nodes) summaries.push_back(NodeSummary::of(n));
     }
   }
   // Only once everything was read (a failed read changes nothing here).
-  for (const auto& [c, first] : stale) {
-    auto& e = cache_[c->id];
+  for (const Cluster* c : stale) {
+    auto [it, first] = cache_.try_emplace(c->id);
+    Entry& e = it->second;
     e.nodes = std::move(read[c->id]);
     const auto m = marks.find(c->id);
     e.gen = m == marks.end() ? 0 : m->second;

@@ -4,8 +4,8 @@
 // 200,000 node documents every 15 s, about 28 % of a core with the agents
 // nearly silent (docs/benchmarks.md, "Agent sync load"). Nodes change
 // rarely, so this keeps what the passes need of each cluster's nodes
-// (NodeSummary) and reads a cluster
-// again only after a commit that wrote its nodes said so (changed()).
+// (NodeSummary) and reads a cluster again only after a commit that wrote its
+// nodes said so (changed()).
 //
 // Why a read never keeps stale rows (the passes read in a read transaction,
 // whose snapshot starts when it opens):
@@ -19,7 +19,7 @@
 // the old gen, which the bump makes stale for the next pass. Only this
 // server writes nodes (one server per store); each cluster is still read
 // again every `refresh_every` passes, staggered, for anything written
-// behind its back (a restored database), staggered.
+// behind its back (a restored database).
 #pragma once
 
 #include <cstdint>

@@ -83,7 +83,8 @@ json::object budget_status(const Budget& budget, const MonthUse& use, Millis now
 
 // Whether a node as an agent reports it now (`reported`) says nothing the
 // stored one does not: the same labels, resources, readiness, facts, GPUs
-// (their live utilization and memory aside: server/live_inventory.h) and drift, and a clock offset within kClockSlackMs of the stored one (it
+// (their live utilization and memory aside: server/live_inventory.h) and
+// drift, and a clock offset within kClockSlackMs of the stored one (it
 // moves with the network's jitter at every sync; crossing the preflight
 // limit changes the drift, which is compared). What admins set on a node
 // (overrides, maintenance) is not the agent's and is not compared.

@@ -1,5 +1,7 @@
 #include "server/live_inventory.h"
 
+#include "model/inventory.h"
+
 namespace cp {
 
 std::optional<LiveInventory::Held> LiveInventory::held(const std::string& cluster) const {
@@ -25,14 +27,7 @@ void LiveInventory::stored(const std::string& cluster, const std::string& instan
     e.held = Held{fingerprint, clock_offset_ms};
   }
   e.nodes.clear();
-  for (const auto& n : nodes) {
-    Figures f;
-    for (const auto& g : n.gpus) {
-      f.utilization.push_back(g.utilization);
-      f.memory_used.push_back(g.memory_used);
-    }
-    e.nodes.emplace(n.name, std::move(f));
-  }
+  for (const auto& n : nodes) e.nodes.emplace(n.name, gpu_figures_of(n));
 }
 
 void LiveInventory::offset_stored(const std::string& cluster, Millis clock_offset_ms) {
@@ -59,18 +54,24 @@ void LiveInventory::forget(const std::string& cluster) {
   clusters_.erase(cluster);
 }
 
+const NodeGpuFigures* LiveInventory::find_locked(const std::string& cluster, const std::string& name,
+                                                std::size_t gpus) const {
+  auto c = clusters_.find(cluster);
+  if (c == clusters_.end()) return nullptr;
+  auto it = c->second.nodes.find(name);
+  if (it == c->second.nodes.end()) return nullptr;
+  const NodeGpuFigures& f = it->second;
+  if (f.utilization.size() != gpus || f.memory_used.size() != gpus) return nullptr;
+  return &f;
+}
+
 void LiveInventory::overlay_locked(const std::string& cluster, const std::string& name,
                                    std::vector<GpuDevice>& gpus) const {
-  auto c = clusters_.find(cluster);
-  if (c == clusters_.end()) return;
-  auto it = c->second.nodes.find(name);
-  if (it == c->second.nodes.end()) return;
-  const Figures& f = it->second;
-  // Figures from another shape of the node (it changed since) are not laid on.
-  if (f.utilization.size() != gpus.size() || f.memory_used.size() != gpus.size()) return;
+  const NodeGpuFigures* f = find_locked(cluster, name, gpus.size());
+  if (f == nullptr) return;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    gpus[i].utilization = f.utilization[i];
-    gpus[i].memory_used = f.memory_used[i];
+    gpus[i].utilization = f->utilization[i];
+    gpus[i].memory_used = f->memory_used[i];
   }
 }
 
@@ -82,11 +83,8 @@ void LiveInventory::overlay(Node& node) const {
 std::vector<int> LiveInventory::live_utilization(const std::string& cluster, const std::string& name,
                                                  const std::vector<int>& stored) const {
   std::lock_guard lock(mu_);
-  auto c = clusters_.find(cluster);
-  if (c == clusters_.end()) return stored;
-  auto it = c->second.nodes.find(name);
-  if (it == c->second.nodes.end() || it->second.utilization.size() != stored.size()) return stored;
-  return it->second.utilization;
+  const NodeGpuFigures* f = find_locked(cluster, name, stored.size());
+  return f == nullptr ? stored : f->utilization;
 }
 
 void LiveInventory::overlay(std::vector<Node>& nodes) const {

@@ -43,23 +43,22 @@ class LiveInventory {
 
   // Lays the live figures over stored nodes whose GPUs they match.
   void overlay(Node& node) const;
+  void overlay(std::vector<Node>& nodes) const;
   // The live utilization of a node's GPUs, or `stored` (per device, as the
   // node row has it) where none is held for that shape of the node.
   std::vector<int> live_utilization(const std::string& cluster, const std::string& name,
                                     const std::vector<int>& stored) const;
-  void overlay(std::vector<Node>& nodes) const;
 
  private:
-  struct Figures {
-    std::vector<int> utilization;
-    std::vector<std::int64_t> memory_used;
-  };
   struct ClusterEntry {
     std::optional<Held> held;
     std::string instance;
     std::int64_t seq = 0;
-    std::map<std::string, Figures, std::less<>> nodes;
+    std::map<std::string, NodeGpuFigures, std::less<>> nodes;
   };
+  // The figures held for a node of `gpus` devices; nullptr when none are
+  // held, or they are of another shape of the node (it changed since).
+  const NodeGpuFigures* find_locked(const std::string& cluster, const std::string& name, std::size_t gpus) const;
   void overlay_locked(const std::string& cluster, const std::string& name, std::vector<GpuDevice>& gpus) const;
 
   mutable std::mutex mu_;

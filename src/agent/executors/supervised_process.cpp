@@ -408,11 +408,6 @@ Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
   return out;
 }
 
-void release_supervised(SpawnedProcess& process) {
-  open_supervised_gate(process);
-  await_supervised_pgid(process);
-}
-
 void open_supervised_gate(SpawnedProcess& process) {
   if (process.go_fd < 0) return;
   char go = 1;

@@ -48,7 +48,7 @@ struct SpawnedProcess {
 };
 
 // Starts the shim, which then waits at a gate: the command is not forked
-// until release_supervised(). The caller journals the shim first, so that a
+// until open_supervised_gate(). The caller journals the shim first, so that a
 // command never runs without a journal entry that a restarted agent can
 // adopt. (Timeline: fork shim -> journal {shim pid} -> release -> the shim
 // forks the command. An agent dying before the release closes the gate's
@@ -56,13 +56,11 @@ struct SpawnedProcess {
 // file, and the replica is Lost, which is true: it never ran.)
 Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec);
 
-// Opens the gate and waits for the shim to report the command's pgid.
-// Failures after the fork (command not found, bad work dir) end in an exit
-// file with 127 (126: not executable) and a line in the log, as a shell would.
-void release_supervised(SpawnedProcess& process);
-// The two halves of release_supervised, so that many shims can be let go
-// at once and fork their commands side by side: open the gate, later wait
-// for the pgid.
+// Releasing a shim is two calls, so that many shims can be let go at once
+// and fork their commands side by side: open the gate, then wait for the
+// shim to report the command's pgid. Failures after the fork (command not
+// found, bad work dir) end in an exit file with 127 (126: not executable)
+// and a line in the log, as a shell would.
 void open_supervised_gate(SpawnedProcess& process);
 void await_supervised_pgid(SpawnedProcess& process);
 
