@@ -4,12 +4,16 @@
 //   2. cycle time p50/p99: cycles where placements start running, some work
 //      finishes, new tasks arrive, victims of preemption go away;
 //   3. preemption decision time: one urgent task, past its wait, against a
-//      fleet full to the last GPU, many times;
+//      fleet full to the last GPU, many times: on the state kept between
+//      cycles (sched::Scheduler, warm.h), as a server keeps it, and rebuilt
+//      from the snapshot by decide() (cold), both timed;
 //   4. memory per queued task (malloc's count around building the queue);
 //   5. --series: (1) at 1k, 5k, 10k, 20k nodes, ns per decision.
 //
 // Before it, `plan_digest=<hex>`: a digest of every plan of the run
-// (plan_digest.h), the same for the same flags unless a plan changed.
+// (plan_digest.h), the same for the same flags unless a plan changed. Warm
+// plans must equal cold ones: a sample of cycles and every preemption plan
+// are decided both ways and compared (a difference fails the run).
 // The last line is for scripts and CI, always in this form:
 //   placements_per_sec=N nodes=N p99_cycle_ms=X preempt_p99_ms=X
 // Targets are judged in docs/benchmarks.md, never asserted here.
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "plan_digest.h"
+#include "sched/warm.h"
 #include "synthetic.h"
 
 namespace cp::bench {
@@ -71,6 +76,25 @@ Timed timed_decide(const sched::Snapshot& snapshot, const std::vector<sched::Que
   auto end = SteadyClock::now();
   double cpu = thread_cpu_ms() - cpu_start;
   return Timed{std::move(plan), std::chrono::duration<double, std::milli>(end - start).count(), cpu};
+}
+
+Timed timed_decide(sched::Scheduler& warm, const std::vector<sched::QueuedTask>& queue, Millis now) {
+  double cpu_start = thread_cpu_ms();
+  auto start = SteadyClock::now();
+  sched::Plan plan = warm.decide(queue, now);
+  auto end = SteadyClock::now();
+  double cpu = thread_cpu_ms() - cpu_start;
+  return Timed{std::move(plan), std::chrono::duration<double, std::milli>(end - start).count(), cpu};
+}
+
+double ms_since(SteadyClock::time_point start) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - start).count();
+}
+
+std::string digest_of(const sched::Plan& plan) {
+  PlanDigest d;
+  d.add(plan);
+  return d.hex();
 }
 
 // Nearest rank: the smallest value with at least p of the samples at or below it.
@@ -123,18 +147,28 @@ void print_fleet(const Fleet& fleet) {
 // Turns a plan into the next cycle's input, as the server and agents would:
 // victims told to stop in the previous cycle are gone, placed tasks run,
 // victims of this plan are stopping, some work finishes, new tasks arrive.
+// The same changes go to `warm` as deltas, as a server would hand them to the
+// state it keeps.
 class CycleDriver {
  public:
-  CycleDriver(Fleet& fleet, std::vector<sched::QueuedTask>& queue, const Options& o, std::mt19937_64& rng)
-      : fleet_(fleet), queue_(queue), options_(o), rng_(rng) {}
+  CycleDriver(Fleet& fleet, std::vector<sched::QueuedTask>& queue, const Options& o, std::mt19937_64& rng,
+              sched::Scheduler& warm)
+      : fleet_(fleet), queue_(queue), options_(o), rng_(rng), warm_(warm) {}
 
   void apply(const sched::Plan& plan, Millis now) {
     auto& running = fleet_.snapshot.running;
-    std::erase_if(running, [](const sched::RunningWork& w) { return w.stopping; });
     std::bernoulli_distribution finishes(options_.finish_fraction);
     std::size_t left = 0;
     for (std::size_t i = 0; i < running.size(); ++i) {
-      if (finishes(rng_)) continue;
+      // Told to stop last cycle: gone now.
+      if (running[i].stopping) {
+        warm_.end(running[i].attempt_id);
+        continue;
+      }
+      if (finishes(rng_)) {
+        warm_.end(running[i].attempt_id);
+        continue;
+      }
       if (left != i) running[left] = std::move(running[i]);
       ++left;
     }
@@ -147,6 +181,7 @@ class CycleDriver {
       auto it = by_id.find(p.task_id);
       if (it == by_id.end()) continue;
       running.push_back(fleet_.running_from(queue_[it->second], p, now));
+      warm_.start(running.back());
       placed[it->second] = true;
     }
     std::size_t kept = 0;
@@ -160,7 +195,10 @@ class CycleDriver {
     std::unordered_map<std::string, std::size_t> by_attempt;
     for (std::size_t i = 0; i < running.size(); ++i) by_attempt.emplace(running[i].attempt_id, i);
     for (const auto& v : plan.preemptions) {
-      if (auto it = by_attempt.find(v.attempt_id); it != by_attempt.end()) running[it->second].stopping = true;
+      if (auto it = by_attempt.find(v.attempt_id); it != by_attempt.end()) {
+        running[it->second].stopping = true;
+        warm_.stopping(v.attempt_id);
+      }
     }
 
     int arrivals = options_.arrivals >= 0 ? options_.arrivals : options_.tasks / 20;
@@ -173,6 +211,7 @@ class CycleDriver {
   std::vector<sched::QueuedTask>& queue_;
   const Options& options_;
   std::mt19937_64& rng_;
+  sched::Scheduler& warm_;
 };
 
 struct Throughput {
@@ -248,9 +287,18 @@ int run(const Options& o) {
   std::printf("cycle %2d: queue %7zu  placed %6zu  preempted %4zu  running %7zu  %10.3f ms (cpu %.3f)\n", 1,
               queue.size(), first.plan.placements.size(), first.plan.preemptions.size(),
               fleet.snapshot.running.size(), first.ms, first.cpu_ms);
-  CycleDriver driver(fleet, queue, o, rng);
+  // The state a server keeps, built once from the snapshot the first cycle
+  // saw, then following it by deltas; on a sample of cycles it plans too,
+  // and its plan must be the cold one.
+  auto warm_start = SteadyClock::now();
+  sched::Scheduler warm(fleet.snapshot);
+  double warm_build_ms = ms_since(warm_start);
+  std::printf("warm state: built in %.3f ms\n", warm_build_ms);
+  CycleDriver driver(fleet, queue, o, rng, warm);
   sched::Plan plan = std::move(first.plan);
   Millis now = kNow;
+  int warm_checked = 0, warm_equal = 0;
+  std::vector<double> warm_cycle_ms;
   for (int c = 2; c <= o.cycles; ++c) {
     driver.apply(plan, now);
     now += kCycleInterval;
@@ -261,6 +309,15 @@ int run(const Options& o) {
     std::printf("cycle %2d: queue %7zu  placed %6zu  preempted %4zu  running %7zu  %10.3f ms (cpu %.3f)\n", c,
                 queue.size(), t.plan.placements.size(), t.plan.preemptions.size(), fleet.snapshot.running.size(),
                 t.ms, t.cpu_ms);
+    if (c == 2 || c == o.cycles || c % 10 == 0) {
+      Timed w = timed_decide(warm, queue, now);
+      ++warm_checked;
+      bool same = digest_of(w.plan) == digest_of(t.plan);
+      warm_equal += same ? 1 : 0;
+      warm_cycle_ms.push_back(w.ms);
+      std::printf("  warm: %10.3f ms (cpu %.3f), plan %s the cold one\n", w.ms, w.cpu_ms,
+                  same ? "equal to" : "DIFFERENT FROM");
+    }
     plan = std::move(t.plan);
   }
   double p50_cycle = percentile(cycle_ms, 0.50), p99_cycle = percentile(cycle_ms, 0.99);
@@ -286,36 +343,78 @@ int run(const Options& o) {
     if (i == 0) digest(preemption_plans, t.plan);
     empty_ms.push_back(t.ms);
   }
+  // Warm: built once, as a server keeps it; after each plan the server's
+  // deltas (victims told to stop, then gone; here they start again, so that
+  // every scenario meets the same fleet, as the cold decide() does).
+  auto warm_full_start = SteadyClock::now();
+  sched::Scheduler warm_full(full_fleet.snapshot);
+  double warm_full_build_ms = ms_since(warm_full_start);
+  std::vector<double> warm_empty_ms;
+  for (int i = 0; i < 10; ++i) {
+    Timed t = timed_decide(warm_full, {}, kNow);
+    warm_empty_ms.push_back(t.ms);
+  }
+  std::unordered_map<std::string, const sched::RunningWork*> full_by_attempt;
+  for (const auto& w : full_fleet.snapshot.running) full_by_attempt.emplace(w.attempt_id, &w);
   std::vector<double> all_ms, preempting_ms, preempting_cpu_ms;
+  std::vector<double> warm_all_ms, warm_preempting_ms, warm_preempting_cpu_ms, delta_us;
+  int warm_preempt_equal = 0;
   std::map<std::string, int> outcomes;
   for (int i = 0; i < o.preemption_scenarios; ++i) {
     std::vector<sched::QueuedTask> one{full_fleet.urgent_preemptor(kNow, prng)};
     Timed t = timed_decide(full_fleet.snapshot, one, kNow);
     digest(preemption_plans, t.plan);
+    Timed w = timed_decide(warm_full, one, kNow);
+    warm_preempt_equal += digest_of(w.plan) == digest_of(t.plan) ? 1 : 0;
     all_ms.push_back(t.ms);
+    warm_all_ms.push_back(w.ms);
     if (!t.plan.preemptions.empty()) {
       preempting_ms.push_back(t.ms);
       preempting_cpu_ms.push_back(t.cpu_ms);
+      warm_preempting_ms.push_back(w.ms);
+      warm_preempting_cpu_ms.push_back(w.cpu_ms);
       outcomes["preempted"]++;
     } else if (!t.plan.placements.empty()) {
       outcomes["placed"]++;
     } else {
       outcomes["pending: " + pending_summary(t.plan)]++;
     }
+    auto delta_start = SteadyClock::now();
+    for (const auto& v : w.plan.preemptions) warm_full.stopping(v.attempt_id);
+    for (const auto& v : w.plan.preemptions) warm_full.end(v.attempt_id);
+    for (const auto& v : w.plan.preemptions) {
+      if (auto it = full_by_attempt.find(v.attempt_id); it != full_by_attempt.end()) warm_full.start(*it->second);
+    }
+    delta_us.push_back(ms_since(delta_start) * 1000);
   }
   std::printf("preemption: %zu running on a full fleet; %zu of %d urgent tasks preempted\n",
               full_fleet.snapshot.running.size(), preempting_ms.size(), o.preemption_scenarios);
   for (const auto& [what, n] : outcomes) std::printf("  %-40s %d\n", what.c_str(), n);
-  std::printf("  decide() with an empty queue (indexing the snapshot): p50 %.3f ms\n", percentile(empty_ms, 0.5));
-  std::printf("  decide() for one urgent task, all:        p50 %.3f ms, p99 %.3f ms\n", percentile(all_ms, 0.5),
+  std::printf("  cold, decide(snapshot) indexing the snapshot on every call:\n");
+  std::printf("    empty queue:                 p50 %.3f ms\n", percentile(empty_ms, 0.5));
+  std::printf("    one urgent task, all:        p50 %.3f ms, p99 %.3f ms\n", percentile(all_ms, 0.5),
               percentile(all_ms, 0.99));
-  double preempt_p99 = percentile(preempting_ms.empty() ? all_ms : preempting_ms, 0.99);
+  double cold_preempt_p99 = percentile(preempting_ms.empty() ? all_ms : preempting_ms, 0.99);
+  if (!preempting_ms.empty()) {
+    std::printf("    one urgent task, preempting: p50 %.3f ms, p99 %.3f ms (cpu p99 %.3f ms)\n",
+                percentile(preempting_ms, 0.5), cold_preempt_p99, percentile(preempting_cpu_ms, 0.99));
+  }
+  std::printf("  warm, Scheduler::decide on the state kept between calls (built once in %.3f ms):\n",
+              warm_full_build_ms);
+  std::printf("    empty queue:                 p50 %.3f ms\n", percentile(warm_empty_ms, 0.5));
+  std::printf("    one urgent task, all:        p50 %.3f ms, p99 %.3f ms\n", percentile(warm_all_ms, 0.5),
+              percentile(warm_all_ms, 0.99));
+  double preempt_p99 = percentile(warm_preempting_ms.empty() ? warm_all_ms : warm_preempting_ms, 0.99);
   if (preempting_ms.empty()) {
     std::printf("  WARNING: no plan preempted; preempt_p99_ms below is over all scenarios\n");
   } else {
-    std::printf("  decide() for one urgent task, preempting: p50 %.3f ms, p99 %.3f ms (cpu p99 %.3f ms)\n",
-                percentile(preempting_ms, 0.5), preempt_p99, percentile(preempting_cpu_ms, 0.99));
+    std::printf("    one urgent task, preempting: p50 %.3f ms, p99 %.3f ms (cpu p99 %.3f ms)\n",
+                percentile(warm_preempting_ms, 0.5), preempt_p99, percentile(warm_preempting_cpu_ms, 0.99));
   }
+  std::printf("    deltas after each plan (victims stopping, gone, back): p50 %.1f us, p99 %.1f us\n",
+              percentile(delta_us, 0.5), percentile(delta_us, 0.99));
+  std::printf("  warm plans equal to cold: preemption %d of %d, cycles %d of %d\n", warm_preempt_equal,
+              o.preemption_scenarios, warm_equal, warm_checked);
 
   // 5. Growth in nodes: clusters, groups and project groups fixed, tasks
   // scaled with the fleet (series_tasks_per_node per node) so that the
@@ -352,6 +451,10 @@ int run(const Options& o) {
                 points.front().nodes, points.back().nodes, every_step_below_1 ? "yes (sub-linear)" : "no");
   }
 
+  if (warm_preempt_equal != o.preemption_scenarios || warm_equal != warm_checked) {
+    std::printf("ERROR: a plan of the warm state differs from decide() on the same snapshot\n");
+    return 1;
+  }
   if (full.placements == 0) {
     // A scheduler that places nothing on a fleet 40% idle, or a generator
     // that asks for nothing placeable: either way the figures mean nothing.
@@ -363,6 +466,7 @@ int run(const Options& o) {
               cycle_plans.hex().c_str(), preemption_plans.hex().c_str(), o.series ? ", series " : "",
               o.series ? series_plans.hex().c_str() : "");
   std::printf("plan_digest=%s\n", all_plans.hex().c_str());
+  std::printf("preemption p99: warm %.3f ms (preempt_p99_ms below), cold %.3f ms\n", preempt_p99, cold_preempt_p99);
   std::printf("placements_per_sec=%.0f nodes=%d p99_cycle_ms=%.3f preempt_p99_ms=%.3f\n", full.per_sec(),
               o.shape.nodes, p99_cycle, preempt_p99);
   return 0;

@@ -74,10 +74,65 @@ const ResourceGroup* QuotaBook::group(std::string_view name) const {
   return a == nullptr ? nullptr : a->group;
 }
 
+QuotaBook::Account& QuotaBook::changing(std::string_view group) {
+  Account& a = account_for(group);
+  if (recording_ && a.saved_in != undo_epoch_) {
+    a.saved_in = undo_epoch_;
+    saved_.push_back({&a, a.used, a.held, a.has_held, a.holdings.size()});
+  }
+  return a;
+}
+
+void QuotaBook::begin_undo() {
+  ++undo_epoch_;
+  recording_ = true;
+  saved_.clear();
+  accounts_before_ = accounts_.size();
+  kept_before_ = kept_.size();
+  has_holds_before_ = has_holds_;
+}
+
+void QuotaBook::undo() {
+  if (!recording_) return;
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+    Account& a = *it->account;
+    a.used = std::move(it->used);
+    a.held = std::move(it->held);
+    a.has_held = it->has_held;
+    if (a.holdings.size() != it->holdings) {
+      a.holdings.resize(it->holdings);
+      // Sums of holdings that are gone: summed again when next asked.
+      a.holder_sums.clear();
+      a.summed = 0;
+    }
+  }
+  saved_.clear();
+  // Accounts first charged in the cycle (groups the snapshot does not know).
+  while (accounts_.size() > accounts_before_) {
+    by_name_.erase(accounts_.back().name);
+    accounts_.pop_back();
+  }
+  while (kept_.size() > kept_before_) kept_.pop_back();
+  has_holds_ = has_holds_before_;
+  recording_ = false;
+}
+
+void QuotaBook::remove_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas) {
+  Account& a = changing(group);
+  a.used.add(per_replica, -replicas);
+  auto it = std::find_if(a.holdings.begin(), a.holdings.end(),
+                         [&](const Holding& h) { return h.per_replica == &per_replica && h.replicas == replicas; });
+  if (it != a.holdings.end()) {
+    a.holdings.erase(it);
+    a.holder_sums.clear();
+    a.summed = 0;
+  }
+}
+
 void QuotaBook::add(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                     std::string_view holder) {
   if (holder.empty()) {
-    account_for(group).used.add(per_replica, replicas);
+    changing(group).used.add(per_replica, replicas);
     return;
   }
   kept_.push_back(per_replica);
@@ -86,14 +141,14 @@ void QuotaBook::add(std::string_view group, const Resources& per_replica, std::i
 
 void QuotaBook::add_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                          std::string_view holder) {
-  Account& a = account_for(group);
+  Account& a = changing(group);
   a.used.add(per_replica, replicas);
   if (holder.empty()) return;
   a.holdings.push_back({holder, &per_replica, replicas});
 }
 
 void QuotaBook::hold(std::string_view group, const Resources& per_replica, std::int64_t replicas) {
-  Account& a = account_for(group);
+  Account& a = changing(group);
   a.held.add(per_replica, replicas);
   a.has_held = true;
   has_holds_ = true;

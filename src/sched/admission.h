@@ -55,11 +55,20 @@ class QuotaBook {
            std::string_view holder = {});
   // The same for `per_replica` that outlives the book (the snapshot's): not copied.
   void add_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas, std::string_view holder);
+  // Takes back one add_kept() of the same `per_replica` (running work gone:
+  // a Scheduler's delta).
+  void remove_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas);
   const Tally& used(std::string_view group) const;
   // Quota held for a blocked task of the group (a reservation): counted by
   // check() unless told otherwise, never by used().
   void hold(std::string_view group, const Resources& per_replica, std::int64_t replicas);
   bool has_holds() const { return has_holds_; }
+
+  // Everything charged or held from begin_undo() on is taken back by undo():
+  // a Scheduler keeps one book across cycles, and a cycle's placements and
+  // holds are its own. Each account touched is saved once, on first touch.
+  void begin_undo();
+  void undo();
 
   // What the group holds of `resource` above its guarantee (0 when none).
   Wide borrowed(std::string_view group, std::string_view resource) const;
@@ -112,6 +121,14 @@ class QuotaBook {
     mutable std::vector<std::pair<std::string_view, Tally>> holder_sums;
     mutable std::size_t summed = 0;  // holdings already in holder_sums
     const std::vector<Account*>* cohort = nullptr;  // members that are known groups, in input order
+    std::uint64_t saved_in = 0;  // the undo epoch this account was saved in
+  };
+  struct Saved {
+    Account* account;
+    Tally used;
+    Tally held;
+    bool has_held;
+    std::size_t holdings;
   };
   // Over the cohort's members that limit `resource`: sum of guarantees and of use.
   struct CohortSums {
@@ -120,6 +137,8 @@ class QuotaBook {
   };
   const Account* account(std::string_view group) const;
   Account& account_for(std::string_view group);
+  // Account for a change: saved first when an undo is open.
+  Account& changing(std::string_view group);
   // quota_limit/quota_ceiling from the account's copy, when it is that group's.
   static std::optional<std::int64_t> limit_of(const Account* a, const ResourceGroup& group, std::string_view resource);
   static std::optional<std::int64_t> ceiling_of(const Account* a, const ResourceGroup& group,
@@ -135,6 +154,13 @@ class QuotaBook {
   std::map<std::string, std::vector<Account*>, std::less<>> cohorts_;
   bool has_holds_ = false;
   std::deque<Resources> kept_;  // copies that holdings point to
+  // Open undo (begin_undo): its epoch, and what to put back.
+  std::uint64_t undo_epoch_ = 0;
+  bool recording_ = false;
+  std::vector<Saved> saved_;
+  std::size_t accounts_before_ = 0;
+  std::size_t kept_before_ = 0;
+  bool has_holds_before_ = false;
   Tally empty_;
 };
 

@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "common/result.h"
+
 namespace cp::sched {
 
 bool NodeView::offers_gpu_type(std::string_view type) const {
@@ -204,7 +206,34 @@ NodeLoad& Overlay::edit(std::size_t node) {
   return it->second;
 }
 
-CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(snapshot.resource_groups) {
+namespace {
+
+std::vector<const Node*> node_pointers(const Snapshot& snapshot) {
+  std::vector<const Node*> out;
+  out.reserve(snapshot.nodes.size());
+  for (const auto& n : snapshot.nodes) out.push_back(&n);
+  return out;
+}
+
+std::vector<const RunningWork*> work_pointers(const Snapshot& snapshot) {
+  std::vector<const RunningWork*> out;
+  out.reserve(snapshot.running.size());
+  for (const auto& w : snapshot.running) out.push_back(&w);
+  return out;
+}
+
+bool attempt_before(const RunningWork* a, const RunningWork* b) {
+  return std::tie(a->attempt_id, a->task_id) < std::tie(b->attempt_id, b->task_id);
+}
+
+}  // namespace
+
+CycleState::CycleState(const Snapshot& snapshot)
+    : CycleState(snapshot, node_pointers(snapshot), work_pointers(snapshot)) {}
+
+CycleState::CycleState(const Snapshot& snapshot, const std::vector<const Node*>& all_nodes,
+                       std::vector<const RunningWork*> running)
+    : snapshot_(&snapshot), quota_(snapshot.resource_groups) {
   for (const auto& c : snapshot.clusters) clusters_.emplace(c.id, &c);
   for (const auto& g : snapshot.resource_groups) groups_.emplace(g.name, &g);
   for (const auto& pc : snapshot.priority_classes) classes_.emplace(pc.name, &pc);
@@ -214,11 +243,11 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
   // name inside each, where the store's order usually has them already.
   for (const auto& [id, c] : clusters_) cluster_rank_.emplace(id, cluster_rank_.size());
   std::vector<std::vector<const Node*>> by_cluster(cluster_rank_.size());
-  for (const auto& n : snapshot.nodes) {
-    if (auto it = cluster_rank_.find(n.cluster_id); it != cluster_rank_.end()) by_cluster[it->second].push_back(&n);
+  for (const Node* n : all_nodes) {
+    if (auto it = cluster_rank_.find(n->cluster_id); it != cluster_rank_.end()) by_cluster[it->second].push_back(n);
   }
   std::vector<const Node*> nodes;
-  nodes.reserve(snapshot.nodes.size());
+  nodes.reserve(all_nodes.size());
   auto by_name = [](const Node* a, const Node* b) { return a->name < b->name; };
   for (auto& members : by_cluster) {
     if (!std::is_sorted(members.begin(), members.end(), by_name)) {
@@ -253,35 +282,36 @@ CycleState::CycleState(const Snapshot& snapshot) : snapshot_(&snapshot), quota_(
     if (v.has_gpus()) nodes_by_type_[{v.cluster_id(), "any"}].push_back(i);
   }
 
-  running_.reserve(snapshot.running.size());
-  for (const auto& w : snapshot.running) running_.push_back(&w);
-  auto by_attempt = [](const RunningWork* a, const RunningWork* b) {
-    return std::tie(a->attempt_id, a->task_id) < std::tie(b->attempt_id, b->task_id);
-  };
-  if (!std::is_sorted(running_.begin(), running_.end(), by_attempt)) {
-    std::stable_sort(running_.begin(), running_.end(), by_attempt);
+  running_ = std::move(running);
+  if (!std::is_sorted(running_.begin(), running_.end(), attempt_before)) {
+    std::stable_sort(running_.begin(), running_.end(), attempt_before);
   }
   stopping_.assign(running_.size(), false);
   claimed_.assign(running_.size(), false);
-  replicas_from_.reserve(running_.size() + 1);
-  replicas_from_.push_back(0);
+  replicas_.resize(running_.size());
+  running_project_.reserve(running_.size());
   for (std::size_t w = 0; w < running_.size(); ++w) {
-    const RunningWork& work = *running_[w];
-    running_project_.push_back(project(work.project_group));
-    quota_.add_kept(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()),
-                    work.project_group);
-    running_by_cluster_[work.cluster_id].push_back(w);
-    for (const auto& p : work.placements) {
-      // Work on a node the snapshot no longer lists still counts against its
-      // group's quota; there is just no node to charge.
-      auto i = node_index(work.cluster_id, p.node);
-      replica_nodes_.push_back(i);
-      if (!i) continue;
-      loads_[*i].add(work.per_replica, p.gpu_indices, running_project_[w]);
-    }
-    replicas_from_.push_back(replica_nodes_.size());
-    if (work.stopping) mark_stopping(w);
+    running_project_.push_back(project(running_[w]->project_group));
+    running_by_cluster_[running_[w]->cluster_id].push_back(w);
+    charge_running(w);
+    if (running_[w]->stopping) mark_stopping(w);
   }
+}
+
+void CycleState::charge_running(std::size_t w) {
+  const RunningWork& work = *running_[w];
+  quota_.add_kept(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()),
+                  work.project_group);
+  replicas_[w].first = replica_nodes_.size();
+  for (const auto& p : work.placements) {
+    // Work on a node the snapshot no longer lists still counts against its
+    // group's quota; there is just no node to charge.
+    auto i = node_index(work.cluster_id, p.node);
+    replica_nodes_.push_back(i);
+    if (!i) continue;
+    loads_[*i].add(work.per_replica, p.gpu_indices, running_project_[w]);
+  }
+  replicas_[w].second = replica_nodes_.size();
 }
 
 const Cluster* CycleState::cluster(std::string_view id) const {
@@ -323,7 +353,10 @@ std::optional<std::size_t> CycleState::node_index(std::string_view cluster_id, s
 
 ProjectId CycleState::project(std::string_view project_group) {
   if (project_group.empty()) return kNoProject;
-  return project_ids_.try_emplace(project_group, static_cast<ProjectId>(project_ids_.size())).first->second;
+  auto [it, added] = project_ids_.try_emplace(project_group, static_cast<ProjectId>(project_ids_.size()));
+  // A view of the queue's string: gone with the cycle.
+  if (added && in_cycle_) projects_added_.push_back(it->first);
+  return it->second;
 }
 
 int CycleState::gpu_type_id(std::string_view type) const {
@@ -340,6 +373,32 @@ const std::vector<std::size_t>& CycleState::nodes_offering(std::string_view clus
 const std::vector<std::size_t>& CycleState::running_on(std::string_view cluster_id) const {
   auto it = running_by_cluster_.find(cluster_id);
   return it == running_by_cluster_.end() ? none_ : it->second;
+}
+
+const CycleState::WorkFacts& CycleState::facts(std::size_t w) const {
+  if (facts_.size() < running_.size()) facts_.resize(running_.size());
+  std::optional<WorkFacts>& f = facts_[w];
+  if (f) return *f;
+  const RunningWork& work = *running_[w];
+  WorkFacts out;
+  out.group = group(work.resource_group);
+  int gpu_entries = 0;
+  for (const auto& [name, amount] : work.per_replica.amounts()) {
+    if (name == kCpu) {
+      out.cpu = amount;
+    } else if (name == kMemory) {
+      out.memory = amount;
+    } else if (name.starts_with(kGpuPrefix)) {
+      out.gpus += amount;
+      out.gpu_type = std::string_view(name).substr(kGpuPrefix.size());
+      ++gpu_entries;
+    } else {
+      out.plain = false;
+    }
+  }
+  if (gpu_entries > 1) out.plain = false;
+  f = out;
+  return *f;
 }
 
 std::vector<std::string> CycleState::holders_on(const std::vector<std::size_t>& nodes) const {
@@ -416,7 +475,7 @@ void CycleState::commit(const Task& task, const Placement& placement) {
              task.project_group);
   for (const auto& p : placement.placements) {
     auto i = node_index(placement.cluster_id, p.node);
-    if (i) loads_[*i].add(placement.per_replica, p.gpu_indices, project(task.project_group));
+    if (i) changing_load(*i).add(placement.per_replica, p.gpu_indices, project(task.project_group));
   }
 }
 
@@ -426,7 +485,7 @@ void CycleState::hold(const Task& task, const Placement& placement) {
   for (const auto& p : placement.placements) {
     auto i = node_index(placement.cluster_id, p.node);
     if (!i) continue;
-    loads_[*i].hold(placement.per_replica);
+    changing_load(*i).hold(placement.per_replica);
     nodes_with_holds_.insert(*i);
     auto& who = node_holders_[*i];
     if (std::find(who.begin(), who.end(), task.id) == who.end()) who.push_back(task.id);
@@ -456,6 +515,7 @@ void CycleState::hold_over(const Task& task, const Placement& placement, const s
   Tally quota_need, quota_freed;
   quota_need.add(placement.per_replica, static_cast<std::int64_t>(placement.placements.size()));
   for (std::size_t w : claimed) {
+    if (in_cycle_ && !claimed_[w]) claimed_list_.push_back(w);
     claimed_[w] = true;
     const RunningWork& work = *running_[w];
     if (work.resource_group == task.resource_group) {
@@ -471,7 +531,7 @@ void CycleState::hold_over(const Task& task, const Placement& placement, const s
     nodes_with_holds_.insert(i);
     auto& who = node_holders_[i];
     if (std::find(who.begin(), who.end(), task.id) == who.end()) who.push_back(task.id);
-    if (!rest.empty()) loads_[i].hold(rest);
+    if (!rest.empty()) changing_load(i).hold(rest);
   }
   Resources rest = beyond(quota_need, quota_freed);
   if (!rest.empty()) hold_quota(task, rest, 1);
@@ -494,7 +554,7 @@ void CycleState::mark_stopping(std::size_t w) {
   stopping_by_group_[running_[w]->resource_group].push_back(stopping_list_.size());
   stopping_list_.push_back(w);
   for (const auto& i : running_nodes(w)) {
-    if (i) nodes_with_stopping_.insert(*i);
+    if (i && nodes_with_stopping_.insert(*i).second && in_cycle_) stopping_nodes_added_.push_back(*i);
   }
 }
 
@@ -533,6 +593,196 @@ void CycleState::put_back(std::size_t w, Overlay& overlay) {
       overlay.edit(*i).add(work.per_replica, work.placements[r].gpu_indices, running_project_[w]);
     }
   }
+}
+
+// ---- Kept between cycles.
+
+NodeLoad& CycleState::changing_load(std::size_t node) {
+  if (in_cycle_ && !load_saved_[node]) {
+    load_saved_[node] = true;
+    saved_loads_.emplace_back(node, loads_[node]);
+  }
+  return loads_[node];
+}
+
+void CycleState::begin_cycle() {
+  CP_CHECK(!in_cycle_, "begin_cycle: a cycle is already open");
+  in_cycle_ = true;
+  quota_.begin_undo();
+  load_saved_.resize(nodes_.size(), false);
+  stopping_before_ = stopping_list_.size();
+}
+
+void CycleState::end_cycle() {
+  CP_CHECK(in_cycle_, "end_cycle: no cycle is open");
+  for (auto& [i, load] : saved_loads_) {
+    loads_[i] = std::move(load);
+    load_saved_[i] = false;
+  }
+  saved_loads_.clear();
+  quota_.undo();
+  // Victims of the cycle, last marked first: each index list got them in this order.
+  while (stopping_list_.size() > stopping_before_) {
+    std::size_t w = stopping_list_.back();
+    stopping_by_cluster_[running_[w]->cluster_id].pop_back();
+    stopping_by_group_[running_[w]->resource_group].pop_back();
+    stopping_[w] = false;
+    stopping_list_.pop_back();
+  }
+  for (std::size_t i : stopping_nodes_added_) nodes_with_stopping_.erase(i);
+  stopping_nodes_added_.clear();
+  for (std::size_t w : claimed_list_) claimed_[w] = false;
+  claimed_list_.clear();
+  // Holds are the cycle's alone: the snapshot has none.
+  nodes_with_holds_.clear();
+  node_holders_.clear();
+  quota_holders_.clear();
+  quota_holds_changed_.clear();
+  for (std::string_view p : projects_added_) project_ids_.erase(p);
+  projects_added_.clear();
+  in_cycle_ = false;
+}
+
+void CycleState::index_works_on_nodes() {
+  if (works_on_nodes_built_) return;
+  works_on_nodes_built_ = true;
+  works_on_node_.assign(nodes_.size(), {});
+  for (std::size_t w = 0; w < running_.size(); ++w) {
+    if (running_[w] == nullptr) continue;
+    for (const auto& i : running_nodes(w)) {
+      if (!i) continue;
+      auto& on = works_on_node_[*i];
+      if (on.empty() || on.back() != w) on.push_back(w);
+    }
+  }
+}
+
+const std::vector<std::size_t>& CycleState::running_of_group(std::string_view group) {
+  if (!by_group_built_) {
+    by_group_built_ = true;
+    for (std::size_t w = 0; w < running_.size(); ++w) {
+      if (running_[w] != nullptr) running_by_group_[running_[w]->resource_group].push_back(w);
+    }
+  }
+  auto it = running_by_group_.find(group);
+  return it == running_by_group_.end() ? none_ : it->second;
+}
+
+// The node's load as a fresh build makes it: the sum of the work on it.
+void CycleState::reload_node(std::size_t node) {
+  NodeLoad load;
+  bool stopping = false;
+  for (std::size_t w : works_on_node_[node]) {
+    const RunningWork& work = *running_[w];
+    auto where = running_nodes(w);
+    for (std::size_t r = 0; r < where.size(); ++r) {
+      if (where[r] == node) load.add(work.per_replica, work.placements[r].gpu_indices, running_project_[w]);
+    }
+    stopping = stopping || stopping_[w];
+  }
+  loads_[node] = std::move(load);
+  if (stopping) {
+    nodes_with_stopping_.insert(node);
+  } else {
+    nodes_with_stopping_.erase(node);
+  }
+}
+
+void CycleState::rebuild_stopping_index() {
+  stopping_by_cluster_.clear();
+  stopping_by_group_.clear();
+  for (std::size_t p = 0; p < stopping_list_.size(); ++p) {
+    const RunningWork& work = *running_[stopping_list_[p]];
+    stopping_by_cluster_[work.cluster_id].push_back(p);
+    stopping_by_group_[work.resource_group].push_back(p);
+  }
+}
+
+std::size_t CycleState::add_running(const RunningWork& work) {
+  CP_CHECK(!in_cycle_, "add_running inside a cycle");
+  std::size_t w = running_.size();
+  if (!free_work_.empty()) {
+    w = free_work_.back();
+    free_work_.pop_back();
+  } else {
+    running_.push_back(nullptr);
+    running_project_.push_back(kNoProject);
+    stopping_.push_back(false);
+    claimed_.push_back(false);
+    replicas_.emplace_back();
+  }
+  running_[w] = &work;
+  if (w < facts_.size()) facts_[w].reset();
+  running_project_[w] = project(work.project_group);
+  stopping_[w] = false;
+  claimed_[w] = false;
+  // In attempt order, as a fresh build lists it (the first of equal ones first).
+  auto& on_cluster = running_by_cluster_[work.cluster_id];
+  on_cluster.insert(std::upper_bound(on_cluster.begin(), on_cluster.end(), &work,
+                                     [&](const RunningWork* a, std::size_t b) { return attempt_before(a, running_[b]); }),
+                    w);
+  charge_running(w);
+  if (by_group_built_) running_by_group_[work.resource_group].push_back(w);
+  if (works_on_nodes_built_) {
+    for (const auto& i : running_nodes(w)) {
+      if (!i) continue;
+      auto& on = works_on_node_[*i];
+      if (std::find(on.begin(), on.end(), w) == on.end()) on.push_back(w);
+    }
+  }
+  if (work.stopping) set_stopping(w);
+  return w;
+}
+
+void CycleState::set_stopping(std::size_t w) {
+  CP_CHECK(!in_cycle_, "set_stopping inside a cycle");
+  if (stopping_[w]) return;
+  stopping_[w] = true;
+  auto at = std::upper_bound(stopping_list_.begin(), stopping_list_.end(), running_[w],
+                             [&](const RunningWork* a, std::size_t b) { return attempt_before(a, running_[b]); });
+  stopping_list_.insert(at, w);
+  rebuild_stopping_index();
+  for (const auto& i : running_nodes(w)) {
+    if (i) nodes_with_stopping_.insert(*i);
+  }
+}
+
+void CycleState::remove_running(std::size_t w) {
+  CP_CHECK(!in_cycle_, "remove_running inside a cycle");
+  const RunningWork& work = *running_[w];
+  quota_.remove_kept(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()));
+  std::erase(running_by_cluster_[work.cluster_id], w);
+  if (by_group_built_) std::erase(running_by_group_[work.resource_group], w);
+  if (stopping_[w]) {
+    std::erase(stopping_list_, w);
+    rebuild_stopping_index();
+  }
+  index_works_on_nodes();
+  std::vector<std::size_t> nodes;
+  for (const auto& i : running_nodes(w)) {
+    if (i && std::find(nodes.begin(), nodes.end(), *i) == nodes.end()) nodes.push_back(*i);
+  }
+  for (std::size_t i : nodes) std::erase(works_on_node_[i], w);
+  stopping_[w] = false;
+  claimed_[w] = false;
+  running_[w] = nullptr;
+  if (w < facts_.size()) facts_[w].reset();
+  running_project_[w] = kNoProject;
+  replicas_[w] = {0, 0};
+  free_work_.push_back(w);
+  for (std::size_t i : nodes) reload_node(i);
+}
+
+bool CycleState::replace_node(std::size_t index, const Node& node) {
+  CP_CHECK(!in_cycle_, "replace_node inside a cycle");
+  NodeView& old = nodes_[index];
+  if (node.cluster_id != old.cluster_id() || node.name != old.name()) return false;
+  NodeView v = view_of(node);
+  if (v.gpu_types != old.gpu_types || v.has_gpus() != old.has_gpus()) return false;
+  v.cluster_rank = old.cluster_rank;
+  v.gpu_type_bits = old.gpu_type_bits;
+  old = std::move(v);
+  return true;
 }
 
 }  // namespace cp::sched

@@ -170,6 +170,9 @@ class Overlay final : public LoadView {
 class CycleState final : public LoadView {
  public:
   explicit CycleState(const Snapshot& snapshot);
+  // The same from `nodes` and `running` the caller keeps alive (a Scheduler,
+  // which owns them); the snapshot's own nodes and running are not read.
+  CycleState(const Snapshot& snapshot, const std::vector<const Node*>& nodes, std::vector<const RunningWork*> running);
   CycleState(const CycleState&) = delete;
   CycleState& operator=(const CycleState&) = delete;
 
@@ -199,14 +202,27 @@ class CycleState final : public LoadView {
   const QuotaBook& quota() const { return quota_; }
   QuotaBook& quota() { return quota_; }
 
-  // Running work of the snapshot, by index in attempt id order; `stopping` as the
-  // snapshot says or as this cycle decided (mark_stopping).
+  // Running work of the snapshot, by index (in attempt id order when built;
+  // work added later takes a free index); `stopping` as the snapshot says or
+  // as this cycle decided (mark_stopping).
   const RunningWork& running(std::size_t work) const { return *running_[work]; }
   // The node index of each replica of running work (nullopt: the node is gone).
   std::span<const std::optional<std::size_t>> running_nodes(std::size_t work) const {
-    return {replica_nodes_.data() + replicas_from_[work], replicas_from_[work + 1] - replicas_from_[work]};
+    return {replica_nodes_.data() + replicas_[work].first, replicas_[work].second - replicas_[work].first};
   }
   bool stopping(std::size_t work) const { return stopping_[work]; }
+  // What preemption asks of every candidate, read once per work (on first
+  // question) instead of by name for each blocked task.
+  struct WorkFacts {
+    const ResourceGroup* group = nullptr;  // nullptr: not a group of the snapshot
+    std::int64_t cpu = 0;                  // per replica
+    std::int64_t memory = 0;
+    std::int64_t gpus = 0;      // every gpu/* entry together
+    std::string_view gpu_type;  // of its only gpu/<type> entry ("" when none)
+    // per_replica names nothing but cpu, memory and at most one GPU type.
+    bool plain = true;
+  };
+  const WorkFacts& facts(std::size_t work) const;
   // Indices of all stopping work (the snapshot's and this cycle's victims).
   const std::vector<std::size_t>& stopping_work() const { return stopping_list_; }
   // Of those, the work not claimed yet that could make room for a task of
@@ -255,6 +271,27 @@ class CycleState final : public LoadView {
   void take_out(std::size_t work, Overlay& overlay);
   void put_back(std::size_t work, Overlay& overlay);
 
+  // ---- Kept between cycles (Scheduler, warm.h).
+  // What a cycle changes (placements, holds, victims, claims, project ids of
+  // the queue) is recorded from begin_cycle() and put back by end_cycle(), so
+  // the state is again the snapshot's, indexed.
+  void begin_cycle();
+  void end_cycle();
+  // Deltas between cycles, each leaving the state as a fresh build from the
+  // changed input would be (same answers, same plans). The caller keeps
+  // `work` alive, and every work and node it ever handed in, until the state
+  // is dropped: indexes hold views of their strings.
+  std::size_t add_running(const RunningWork& work);
+  void remove_running(std::size_t work);
+  // The work's own `stopping` is already true (the caller set it).
+  void set_stopping(std::size_t work);
+  // Node `index` is now `node` (same cluster and name). False, with nothing
+  // changed, when the change reaches past the node's own view (its GPU types,
+  // or whether it has GPUs): then the state must be built again.
+  bool replace_node(std::size_t index, const Node& node);
+  // Live running work of a group (for fair share), in no particular order.
+  const std::vector<std::size_t>& running_of_group(std::string_view group);
+
  private:
   void changed_nodes(const Placement& placement);
   void changed_quota(std::string_view group);
@@ -275,6 +312,7 @@ class CycleState final : public LoadView {
   std::unordered_map<std::string_view, int> gpu_type_ids_;  // views of the nodes' strings
   std::unordered_map<std::string_view, ProjectId> project_ids_;  // views of the snapshot's and queue's strings
   std::vector<ProjectId> running_project_;                      // per running work
+  mutable std::vector<std::optional<WorkFacts>> facts_;          // per running work, on first use
   std::map<std::string, const Cluster*, std::less<>> clusters_;
   // Asked for every task and every preemption candidate: hashes of views of
   // the snapshot's names (the first of a name counts, as in QuotaBook).
@@ -287,10 +325,30 @@ class CycleState final : public LoadView {
   QuotaBook quota_;
   std::vector<const RunningWork*> running_;
   // Per running work, the node index of each replica (nullopt: node gone).
-  // All of them in one array (work w: [replicas_from_[w], replicas_from_[w + 1])),
+  // All of them in one array (work w: [replicas_[w].first, replicas_[w].second)),
   // not one small vector per attempt to allocate and free.
   std::vector<std::optional<std::size_t>> replica_nodes_;
-  std::vector<std::size_t> replicas_from_;
+  std::vector<std::pair<std::size_t, std::size_t>> replicas_;
+  void charge_running(std::size_t w);
+  void rebuild_stopping_index();
+  void reload_node(std::size_t node);
+  void index_works_on_nodes();
+  NodeLoad& changing_load(std::size_t node);
+  // Kept between cycles: free indices of running_ (removed work), running
+  // work per node and per group (built on first need), and the open cycle's
+  // record of what to put back (begin_cycle).
+  std::vector<std::size_t> free_work_;
+  bool works_on_nodes_built_ = false;
+  std::vector<std::vector<std::size_t>> works_on_node_;
+  bool by_group_built_ = false;
+  std::unordered_map<std::string_view, std::vector<std::size_t>> running_by_group_;
+  bool in_cycle_ = false;
+  std::vector<std::pair<std::size_t, NodeLoad>> saved_loads_;
+  std::vector<bool> load_saved_;
+  std::size_t stopping_before_ = 0;
+  std::vector<std::size_t> stopping_nodes_added_;
+  std::vector<std::size_t> claimed_list_;
+  std::vector<std::string_view> projects_added_;
   std::vector<bool> stopping_;
   std::vector<bool> claimed_;
   std::vector<std::size_t> stopping_list_;

@@ -9,10 +9,21 @@ namespace cp::sched {
 namespace {
 
 // The work holds some of what the request asks for.
-bool frees_something(const RunningWork& w, const Request& request) {
+bool frees_something(const CycleState& state, std::size_t w, const Request& request) {
+  const CycleState::WorkFacts& f = state.facts(w);
+  if (f.plain && !request.others) {
+    // The request names only cpu, memory and one GPU type (or gpu/any): the
+    // same answer from the work's figures, without a name to look up.
+    if (request.cpu > 0 && f.cpu > 0) return true;
+    if (request.memory > 0 && f.memory > 0) return true;
+    if (request.gpus <= 0) return false;
+    if (request.any_gpu()) return f.gpus > 0;
+    return f.gpus > 0 && f.gpu_type == request.gpu_type;
+  }
+  const RunningWork& work = state.running(w);
   for (const auto& [name, amount] : request.per_replica.amounts()) {
     if (amount <= 0) continue;
-    if (name == kGpuAny ? w.per_replica.gpus() > 0 : w.per_replica.get(name) > 0) return true;
+    if (name == kGpuAny ? work.per_replica.gpus() > 0 : work.per_replica.get(name) > 0) return true;
   }
   return false;
 }
@@ -43,6 +54,17 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
     }
     return false;
   };
+  // Each with its sort key, read once: reclaim first; lowest priority;
+  // checkpointed first; latest start; attempt id.
+  struct Ranked {
+    bool not_reclaim;
+    int priority;
+    bool not_checkpoint;
+    Millis neg_started;
+    const std::string* attempt;
+    Victim victim;
+  };
+  std::vector<Ranked> ranked;
   for (const auto& cluster : c.clusters.usable) {
     for (std::size_t w : state.running_on(cluster)) {
       const RunningWork& work = state.running(w);
@@ -51,9 +73,9 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
       // Neither kind can hold (reclaim needs reclaim_ok): skip the lookups below.
       if (!priority && !reclaim_ok) continue;
       if (work.task_id == task.id) continue;
-      if (!frees_something(work, request)) continue;
+      if (!frees_something(state, w, request)) continue;
       if (blocked == Blocked::kCapacity && !on_usable_node(w)) continue;
-      const ResourceGroup* g = state.group(work.resource_group);
+      const ResourceGroup* g = state.facts(w).group;
       bool same_cohort = g != nullptr && !c.group->cohort.empty() && g->cohort == c.group->cohort;
       bool reclaim = reclaim_ok && same_cohort && work.resource_group != task.resource_group &&
                      borrows_what_is_asked(state, work, request);
@@ -61,16 +83,15 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
       // Short of quota: only work charged to the task's group (or, for
       // borrowing, its cohort) gives quota back.
       if (blocked == Blocked::kQuota && work.resource_group != task.resource_group && !same_cohort) continue;
-      out.push_back({w, reclaim});
+      ranked.push_back({!reclaim, work.priority, !work.checkpoint, -work.started_at, &work.attempt_id, {w, reclaim}});
     }
   }
-  std::sort(out.begin(), out.end(), [&](const Victim& a, const Victim& b) {
-    const RunningWork& x = state.running(a.work);
-    const RunningWork& y = state.running(b.work);
-    // reclaim first; lowest priority; checkpointed first; latest start; id.
-    return std::make_tuple(!a.reclaim, x.priority, !x.checkpoint, -x.started_at, std::cref(x.attempt_id)) <
-           std::make_tuple(!b.reclaim, y.priority, !y.checkpoint, -y.started_at, std::cref(y.attempt_id));
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return std::tie(a.not_reclaim, a.priority, a.not_checkpoint, a.neg_started, *a.attempt) <
+           std::tie(b.not_reclaim, b.priority, b.not_checkpoint, b.neg_started, *b.attempt);
   });
+  out.reserve(ranked.size());
+  for (const Ranked& r : ranked) out.push_back(r.victim);
   return out;
 }
 

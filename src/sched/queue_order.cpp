@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace cp::sched {
@@ -174,9 +175,24 @@ FairShareOrder::FairShareOrder(const Snapshot& snapshot) {
   for (const auto& w : snapshot.running) count(w);
 }
 
+namespace {
+
+// Groups with two or more tasks in the queue: the only ones whose order
+// depends on shares.
+std::unordered_set<std::string_view> groups_to_order(const std::vector<QueuedTask>& queue) {
+  std::unordered_map<std::string_view, int> tasks;
+  for (const auto& q : queue) ++tasks[q.task.resource_group];
+  std::unordered_set<std::string_view> out;
+  for (const auto& [name, n] : tasks) {
+    if (n > 1) out.insert(name);
+  }
+  return out;
+}
+
+}  // namespace
+
 FairShareOrder::FairShareOrder(const Snapshot& snapshot, const std::vector<QueuedTask>& queue) {
-  std::unordered_set<std::string_view> queued;
-  for (const auto& q : queue) queued.insert(q.task.resource_group);
+  std::unordered_set<std::string_view> queued = groups_to_order(queue);
   if (queued.empty()) return;
   for (const auto& g : snapshot.resource_groups) {
     if (queued.contains(g.name)) groups_.emplace(g.name, &g);
@@ -184,6 +200,15 @@ FairShareOrder::FairShareOrder(const Snapshot& snapshot, const std::vector<Queue
   for (const auto& w : snapshot.running) {
     if (queued.contains(w.resource_group)) count(w);
   }
+}
+
+FairShareOrder::FairShareOrder(const std::vector<ResourceGroup>& groups, const std::vector<QueuedTask>& queue) {
+  std::unordered_set<std::string_view> queued = groups_to_order(queue);
+  if (queued.empty()) return;
+  for (const auto& g : groups) {
+    if (queued.contains(g.name)) groups_.emplace(g.name, &g);
+  }
+  to_count_.assign(queued.begin(), queued.end());
 }
 
 void FairShareOrder::count(const RunningWork& w) {

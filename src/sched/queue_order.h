@@ -43,7 +43,14 @@ class FairShareOrder final : public QueueOrder {
   // Shares only of the resource groups that have tasks in `queue` (the only
   // ones sort_group() is asked about): one urgent task does not pay for
   // adding up the running work of every group of the fleet.
+  // A group with one queued task has one order: its running work is not counted.
   FairShareOrder(const Snapshot& snapshot, const std::vector<QueuedTask>& queue);
+  // The same shares, counted by the caller: for each of groups_to_count(),
+  // count() every running work of that group. For a caller that keeps
+  // running work indexed by group (Scheduler) and need not look at all of it.
+  FairShareOrder(const std::vector<ResourceGroup>& groups, const std::vector<QueuedTask>& queue);
+  const std::vector<std::string_view>& groups_to_count() const { return to_count_; }
+  void count(const RunningWork& w);
   void sort_group(std::vector<const QueuedTask*>& tasks) const override;
   // The dominant share held now by a project group (or by one of its users,
   // when `user` is given) in a resource group.
@@ -54,8 +61,8 @@ class FairShareOrder final : public QueueOrder {
     std::map<std::string, Tally, std::less<>> by_project;  // project group -> held
     std::map<std::string, Tally, std::less<>> by_user;     // "project\0user" -> held
   };
-  void count(const RunningWork& w);
   std::map<std::string, const ResourceGroup*, std::less<>> groups_;
+  std::vector<std::string_view> to_count_;  // views of the queue's group names
   std::map<std::string, Usage, std::less<>> usage_;  // by resource group
 };
 

@@ -4,8 +4,10 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "sched/admission.h"
+#include "sched/cycle.h"
 #include "sched/cycle_state.h"
 #include "sched/feasible.h"
 #include "sched/fit.h"
@@ -92,7 +94,7 @@ std::vector<std::string> node_names(const Placement& p) {
 
 class Cycle {
  public:
-  Cycle(const Snapshot& snapshot, Millis now) : state_(snapshot), now_(now), config_(snapshot.config) {}
+  Cycle(CycleState& state, const SchedulerConfig& config, Millis now) : state_(state), now_(now), config_(config) {}
 
   Plan run(const std::vector<QueuedTask>& queue, const QueueOrder& order) {
     for (const QueuedTask* queued : processing_order(queue, order)) one(*queued);
@@ -332,12 +334,13 @@ class Cycle {
     plan_.pending.push_back(Pending{id, std::move(why)});
   }
 
-  CycleState state_;
+  CycleState& state_;
   Millis now_;
   SchedulerConfig config_;
-  std::map<std::string, int> reservations_;
-  std::map<std::string, int> reservation_tries_;
-  std::map<std::string, Failed> failed_;
+  // Found, never walked: hashes (asked for every task, with long keys).
+  std::unordered_map<std::string_view, int> reservations_;  // views of the snapshot's group names
+  std::unordered_map<std::string_view, int> reservation_tries_;
+  std::unordered_map<std::string, Failed> failed_;
   Plan plan_;
 };
 
@@ -348,8 +351,14 @@ Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Mill
   return decide(snapshot, queue, now, PriorityOrder{});
 }
 
+Plan run_cycle(CycleState& state, const SchedulerConfig& config, const std::vector<QueuedTask>& queue, Millis now,
+               const QueueOrder& order) {
+  return Cycle(state, config, now).run(queue, order);
+}
+
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now, const QueueOrder& order) {
-  return Cycle(snapshot, now).run(queue, order);
+  CycleState state(snapshot);
+  return run_cycle(state, snapshot.config, queue, now, order);
 }
 
 }  // namespace cp::sched
