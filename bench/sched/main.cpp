@@ -343,9 +343,36 @@ int run(const Options& o) {
     if (i == 0) digest(preemption_plans, t.plan);
     empty_ms.push_back(t.ms);
   }
-  // Warm: built once, as a server keeps it; after each plan the server's
-  // deltas (victims told to stop, then gone; here they start again, so that
-  // every scenario meets the same fleet, as the cold decide() does).
+  // The scenarios first, so that cold and warm decide the same tasks.
+  std::vector<sched::QueuedTask> scenarios;
+  for (int i = 0; i < o.preemption_scenarios; ++i) scenarios.push_back(full_fleet.urgent_preemptor(kNow, prng));
+  std::vector<double> all_ms, preempting_ms, preempting_cpu_ms;
+  std::vector<std::string> cold_digests;
+  std::vector<bool> preempted;
+  std::map<std::string, int> outcomes;
+  for (const auto& task : scenarios) {
+    std::vector<sched::QueuedTask> one{task};
+    Timed t = timed_decide(full_fleet.snapshot, one, kNow);
+    digest(preemption_plans, t.plan);
+    cold_digests.push_back(digest_of(t.plan));
+    all_ms.push_back(t.ms);
+    preempted.push_back(!t.plan.preemptions.empty());
+    if (!t.plan.preemptions.empty()) {
+      preempting_ms.push_back(t.ms);
+      preempting_cpu_ms.push_back(t.cpu_ms);
+      outcomes["preempted"]++;
+    } else if (!t.plan.placements.empty()) {
+      outcomes["placed"]++;
+    } else {
+      outcomes["pending: " + pending_summary(t.plan)]++;
+    }
+  }
+  // Warm, apart from the cold calls (whose freed state would otherwise be
+  // what the next call's allocator tidies up): built once, as a server keeps
+  // it; after each plan the server's deltas (victims told to stop, then gone;
+  // here they start again, so that every scenario meets the same fleet, as
+  // the cold decide() does).
+  malloc_trim(0);
   auto warm_full_start = SteadyClock::now();
   sched::Scheduler warm_full(full_fleet.snapshot);
   double warm_full_build_ms = ms_since(warm_full_start);
@@ -356,28 +383,16 @@ int run(const Options& o) {
   }
   std::unordered_map<std::string, const sched::RunningWork*> full_by_attempt;
   for (const auto& w : full_fleet.snapshot.running) full_by_attempt.emplace(w.attempt_id, &w);
-  std::vector<double> all_ms, preempting_ms, preempting_cpu_ms;
   std::vector<double> warm_all_ms, warm_preempting_ms, warm_preempting_cpu_ms, delta_us;
   int warm_preempt_equal = 0;
-  std::map<std::string, int> outcomes;
-  for (int i = 0; i < o.preemption_scenarios; ++i) {
-    std::vector<sched::QueuedTask> one{full_fleet.urgent_preemptor(kNow, prng)};
-    Timed t = timed_decide(full_fleet.snapshot, one, kNow);
-    digest(preemption_plans, t.plan);
+  for (std::size_t i = 0; i < scenarios.size(); ++i) {
+    std::vector<sched::QueuedTask> one{scenarios[i]};
     Timed w = timed_decide(warm_full, one, kNow);
-    warm_preempt_equal += digest_of(w.plan) == digest_of(t.plan) ? 1 : 0;
-    all_ms.push_back(t.ms);
+    warm_preempt_equal += digest_of(w.plan) == cold_digests[i] ? 1 : 0;
     warm_all_ms.push_back(w.ms);
-    if (!t.plan.preemptions.empty()) {
-      preempting_ms.push_back(t.ms);
-      preempting_cpu_ms.push_back(t.cpu_ms);
+    if (preempted[i]) {
       warm_preempting_ms.push_back(w.ms);
       warm_preempting_cpu_ms.push_back(w.cpu_ms);
-      outcomes["preempted"]++;
-    } else if (!t.plan.placements.empty()) {
-      outcomes["placed"]++;
-    } else {
-      outcomes["pending: " + pending_summary(t.plan)]++;
     }
     auto delta_start = SteadyClock::now();
     for (const auto& v : w.plan.preemptions) warm_full.stopping(v.attempt_id);

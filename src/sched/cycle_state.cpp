@@ -7,6 +7,9 @@
 #include <utility>
 
 #include "common/result.h"
+#include "sched/feasible.h"
+#include "sched/free_order.h"
+#include "sched/rank.h"
 
 namespace cp::sched {
 
@@ -310,9 +313,12 @@ void CycleState::charge_running(std::size_t w) {
     replica_nodes_.push_back(i);
     if (!i) continue;
     loads_[*i].add(work.per_replica, p.gpu_indices, running_project_[w]);
+    loads_changed(*i);
   }
   replicas_[w].second = replica_nodes_.size();
 }
+
+CycleState::~CycleState() = default;
 
 const Cluster* CycleState::cluster(std::string_view id) const {
   auto it = clusters_.find(id);
@@ -475,7 +481,9 @@ void CycleState::commit(const Task& task, const Placement& placement) {
              task.project_group);
   for (const auto& p : placement.placements) {
     auto i = node_index(placement.cluster_id, p.node);
-    if (i) changing_load(*i).add(placement.per_replica, p.gpu_indices, project(task.project_group));
+    if (!i) continue;
+    changing_load(*i).add(placement.per_replica, p.gpu_indices, project(task.project_group));
+    loads_changed(*i);
   }
 }
 
@@ -486,7 +494,8 @@ void CycleState::hold(const Task& task, const Placement& placement) {
     auto i = node_index(placement.cluster_id, p.node);
     if (!i) continue;
     changing_load(*i).hold(placement.per_replica);
-    nodes_with_holds_.insert(*i);
+    loads_changed(*i);
+    held_on(*i);
     auto& who = node_holders_[*i];
     if (std::find(who.begin(), who.end(), task.id) == who.end()) who.push_back(task.id);
   }
@@ -528,10 +537,13 @@ void CycleState::hold_over(const Task& task, const Placement& placement, const s
   }
   for (const auto& [i, n] : need) {
     Resources rest = beyond(n, freed[i]);
-    nodes_with_holds_.insert(i);
+    held_on(i);
     auto& who = node_holders_[i];
     if (std::find(who.begin(), who.end(), task.id) == who.end()) who.push_back(task.id);
-    if (!rest.empty()) changing_load(i).hold(rest);
+    if (!rest.empty()) {
+      changing_load(i).hold(rest);
+      loads_changed(i);
+    }
   }
   Resources rest = beyond(quota_need, quota_freed);
   if (!rest.empty()) hold_quota(task, rest, 1);
@@ -605,6 +617,121 @@ NodeLoad& CycleState::changing_load(std::size_t node) {
   return loads_[node];
 }
 
+void CycleState::held_on(std::size_t node) {
+  if (!nodes_with_holds_.insert(node).second) return;
+  if (holds_by_cluster_.empty()) holds_by_cluster_.resize(cluster_rank_.size());
+  holds_by_cluster_[nodes_[node].cluster_rank].push_back(node);
+}
+
+void CycleState::loads_changed(std::size_t node) {
+  if (order_) order_->update(node, nodes_[node], loads_[node]);
+}
+
+namespace {
+
+// Something is held on the node: without holds, it counts differently.
+bool holds_something(const NodeLoad& l) {
+  return l.held.cpu != 0 || l.held.memory != 0 || l.held.gpus != 0 || l.held_gpus != 0 ||
+         !l.held.other.amounts().empty();
+}
+
+// The first entry of `order` with `first` at least `need` that `skip` keeps
+// and `fits` takes: walking up (binpack), or down (spread: the most free,
+// and of equal ones the lowest node index, as the score ranks them).
+template <class Skip, class Fits>
+std::optional<std::size_t> walk(const std::vector<FreeOrder::Entry>& order, Wide need, bool spread, Skip skip,
+                                Fits fits) {
+  auto start = std::lower_bound(order.begin(), order.end(), need,
+                                [](const FreeOrder::Entry& e, Wide n) { return e.first < n; });
+  if (!spread) {
+    for (auto it = start; it != order.end(); ++it) {
+      if (!skip(*it) && fits(it->node)) return it->node;
+    }
+    return std::nullopt;
+  }
+  for (auto it = order.end(); it != start;) {
+    --it;
+    if (skip(*it) || !fits(it->node)) continue;
+    std::size_t best = it->node;
+    auto found = it;
+    while (it != start) {
+      --it;
+      if (!it->same_key(*found)) break;
+      if (!skip(*it) && fits(it->node)) best = it->node;
+    }
+    return best;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+CycleState::Best CycleState::best_single(const LoadView& loads, const std::vector<std::string>& clusters,
+                                         const ResourceGroup& group, const Request& request, ProjectId project,
+                                         PlacementPolicy policy) const {
+  Best out;
+  LoadMode mode = LoadMode::kAll;
+  if (&loads != this) {
+    const auto* view = dynamic_cast<const ModeView*>(&loads);
+    if (view == nullptr || view->base() != this || view->mode() != LoadMode::kNoHolds) return out;
+    mode = LoadMode::kNoHolds;
+  }
+  if (request.replicas != 1 || request.any_gpu()) return out;
+  if (!order_) {
+    // Ordering every node costs some thousand fits' worth of node checks: a
+    // state asked only a few times (one task, one decide()) does without.
+    if (++asks_before_order_ < kAsksBeforeOrder) return out;
+    order_ = std::make_unique<FreeOrder>(nodes_, loads_, cluster_rank_.size(), kinds_ - 2);
+  }
+  const bool gpu = request.wants_gpus();
+  if (gpu && (request.gpu_type_id < 0 || static_cast<std::size_t>(request.gpu_type_id) >= order_->types())) return out;
+  out.applies = true;
+  const bool spread = policy == PlacementPolicy::spread;
+  const bool no_holds = mode == LoadMode::kNoHolds;
+  auto fits = [&](std::size_t i) { return !node_misfit(nodes_[i], loads_[i], group, request, mode); };
+  // Without holds, a node with holds is out of order: asked on its own below.
+  auto held = [&](const FreeOrder::Entry& e) { return no_holds && holds_something(loads_[e.node]); };
+  // Nodes that may be the best: per cluster, the first that fits of those
+  // with GPU work of no other project, and the first of all.
+  std::vector<std::size_t> candidates;
+  std::vector<std::size_t> ranks;
+  for (const auto& id : clusters) {
+    auto r = cluster_rank_.find(id);
+    if (r == cluster_rank_.end()) continue;
+    ranks.push_back(r->second);
+    if (gpu) {
+      Wide need = request.gpus;
+      auto other_project = [&](const FreeOrder::Entry& e) {
+        return held(e) || (e.holder != kNoProject && e.holder != project);
+      };
+      if (auto i = walk(order_->single(r->second, request.gpu_type_id), need, spread, other_project, fits)) {
+        candidates.push_back(*i);
+      }
+      if (auto i = walk(order_->offering(r->second, request.gpu_type_id), need, spread, held, fits)) {
+        candidates.push_back(*i);
+      }
+    } else {
+      Wide need = request.cpu > 0 ? static_cast<Wide>(request.cpu) : std::numeric_limits<std::int64_t>::min();
+      if (auto i = walk(order_->cpu(r->second), need, spread, held, fits)) candidates.push_back(*i);
+    }
+  }
+  if (no_holds && !holds_by_cluster_.empty()) {
+    for (std::size_t rank : ranks) {
+      for (std::size_t i : holds_by_cluster_[rank]) {
+        if (gpu && !((nodes_[i].gpu_type_bits >> request.gpu_type_id) & 1u)) continue;
+        if (holds_something(loads_[i]) && fits(i)) candidates.push_back(i);
+      }
+    }
+  }
+  std::optional<std::pair<Score, std::size_t>> best;
+  for (std::size_t i : candidates) {
+    std::pair<Score, std::size_t> ranked{score_node(policy, nodes_[i], loads_[i], request, project, mode), i};
+    if (!best || ranked < *best) best = ranked;
+  }
+  if (best) out.node = best->second;
+  return out;
+}
+
 void CycleState::begin_cycle() {
   CP_CHECK(!in_cycle_, "begin_cycle: a cycle is already open");
   in_cycle_ = true;
@@ -618,6 +745,7 @@ void CycleState::end_cycle() {
   for (auto& [i, load] : saved_loads_) {
     loads_[i] = std::move(load);
     load_saved_[i] = false;
+    loads_changed(i);
   }
   saved_loads_.clear();
   quota_.undo();
@@ -635,6 +763,7 @@ void CycleState::end_cycle() {
   claimed_list_.clear();
   // Holds are the cycle's alone: the snapshot has none.
   nodes_with_holds_.clear();
+  for (auto& held : holds_by_cluster_) held.clear();
   node_holders_.clear();
   quota_holders_.clear();
   quota_holds_changed_.clear();
@@ -681,6 +810,7 @@ void CycleState::reload_node(std::size_t node) {
     stopping = stopping || stopping_[w];
   }
   loads_[node] = std::move(load);
+  loads_changed(node);
   if (stopping) {
     nodes_with_stopping_.insert(node);
   } else {
@@ -782,6 +912,7 @@ bool CycleState::replace_node(std::size_t index, const Node& node) {
   v.cluster_rank = old.cluster_rank;
   v.gpu_type_bits = old.gpu_type_bits;
   old = std::move(v);
+  loads_changed(index);
   return true;
 }
 

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <ranges>
 #include <set>
@@ -145,6 +146,7 @@ class ModeView final : public LoadView {
   ModeView(const LoadView& base, LoadMode mode) : base_(&base), mode_(mode) {}
   const NodeLoad& load(std::size_t node) const override { return base_->load(node); }
   LoadMode mode() const override { return mode_; }
+  const LoadView* base() const { return base_; }
 
  private:
   const LoadView* base_;
@@ -152,6 +154,7 @@ class ModeView final : public LoadView {
 };
 
 class CycleState;
+class FreeOrder;  // free_order.h
 
 // The cycle's loads with some nodes replaced by changed copies.
 class Overlay final : public LoadView {
@@ -175,6 +178,7 @@ class CycleState final : public LoadView {
   CycleState(const Snapshot& snapshot, const std::vector<const Node*>& nodes, std::vector<const RunningWork*> running);
   CycleState(const CycleState&) = delete;
   CycleState& operator=(const CycleState&) = delete;
+  ~CycleState() override;
 
   const Snapshot& snapshot() const { return *snapshot_; }
   const Cluster* cluster(std::string_view id) const;
@@ -271,6 +275,18 @@ class CycleState final : public LoadView {
   void take_out(std::size_t work, Overlay& overlay);
   void put_back(std::size_t work, Overlay& overlay);
 
+  // The best node for one replica of `request` among `clusters`, as
+  // select_gang ranks them (score, then index), found by walking FreeOrder
+  // (built on first use) instead of scoring every node. It applies to this
+  // state's own loads and a ModeView of them without holds, for a request of
+  // one GPU type or none; `applies` false otherwise (ask feasible_nodes).
+  struct Best {
+    bool applies = false;
+    std::optional<std::size_t> node;  // nullopt: no node can take it
+  };
+  Best best_single(const LoadView& loads, const std::vector<std::string>& clusters, const ResourceGroup& group,
+                   const Request& request, ProjectId project, PlacementPolicy policy) const;
+
   // ---- Kept between cycles (Scheduler, warm.h).
   // What a cycle changes (placements, holds, victims, claims, project ids of
   // the queue) is recorded from begin_cycle() and put back by end_cycle(), so
@@ -334,6 +350,11 @@ class CycleState final : public LoadView {
   void reload_node(std::size_t node);
   void index_works_on_nodes();
   NodeLoad& changing_load(std::size_t node);
+  // The node's load (or view) changed: FreeOrder follows, once built.
+  void loads_changed(std::size_t node);
+  mutable std::unique_ptr<FreeOrder> order_;
+  static constexpr std::size_t kAsksBeforeOrder = 64;
+  mutable std::size_t asks_before_order_ = 0;
   // Kept between cycles: free indices of running_ (removed work), running
   // work per node and per group (built on first need), and the open cycle's
   // record of what to put back (begin_cycle).
@@ -358,6 +379,8 @@ class CycleState final : public LoadView {
   std::unordered_map<std::string_view, std::vector<std::size_t>> running_by_cluster_;
   std::set<std::size_t> nodes_with_stopping_;
   std::set<std::size_t> nodes_with_holds_;
+  std::vector<std::vector<std::size_t>> holds_by_cluster_;  // the same, by cluster rank
+  void held_on(std::size_t node);
   std::map<std::size_t, std::vector<std::string>> node_holders_;
   std::map<std::string, std::vector<std::string>, std::less<>> quota_holders_;
   std::vector<std::size_t> none_;

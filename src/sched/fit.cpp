@@ -16,20 +16,27 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     return out;
   }
   const auto& usable = clusters ? *clusters : c.clusters.usable;
-  // First only where it can fit; every node, counted per cause, only to
-  // explain a failure.
-  NodeFeasibility nodes = feasible_nodes(state, loads, usable, group, request, false);
-  out.no_node_fits = nodes.fit.empty();
   Selection selection;
-  if (!nodes.fit.empty()) {
-    SelectOptions options;
-    options.loads = &loads;
-    options.policy = group.placement;
-    options.may_borrow = c.may_borrow;
-    options.count_held = count_held;
-    options.explain = explain;
-    options.project = c.project;
-    selection = select_gang(state, group, *c.task, request, nodes.fit, options);
+  // One replica of one type, on the cycle's loads (with or without holds):
+  // the best node straight from the free order. Otherwise, first only where
+  // it can fit; every node, counted per cause, only to explain a failure.
+  CycleState::Best best = state.best_single(loads, usable, group, request, c.project, group.placement);
+  if (best.applies) {
+    out.no_node_fits = !best.node;
+    if (best.node) selection.placement = place_on(state, *c.task, request, *best.node, loads);
+  } else {
+    NodeFeasibility nodes = feasible_nodes(state, loads, usable, group, request, false);
+    out.no_node_fits = nodes.fit.empty();
+    if (!nodes.fit.empty()) {
+      SelectOptions options;
+      options.loads = &loads;
+      options.policy = group.placement;
+      options.may_borrow = c.may_borrow;
+      options.count_held = count_held;
+      options.explain = explain;
+      options.project = c.project;
+      selection = select_gang(state, group, *c.task, request, nodes.fit, options);
+    }
   }
   if (selection.placement) {
     Placement& p = *selection.placement;

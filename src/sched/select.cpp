@@ -84,6 +84,14 @@ std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& st
 
 }  // namespace
 
+Placement place_on(const CycleState& state, const Task& task, const Request& request, std::size_t node,
+                   const LoadView& loads) {
+  const NodeView& v = state.nodes()[node];
+  std::vector<ReplicaPlacement> placed{
+      ReplicaPlacement{0, v.name(), lowest_free_gpus(v, loads.load(node), request.gpus, loads.mode())}};
+  return Placement{task.id, v.cluster_id(), std::move(placed), request.per_replica, request.shape, false};
+}
+
 Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
                       const std::vector<std::size_t>& fit, const SelectOptions& options) {
   const LoadView& score_loads = options.score_loads ? *options.score_loads : *options.loads;
@@ -99,11 +107,7 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
     }
     Selection out;
     if (!best) return out;
-    const NodeView& node = state.nodes()[best->second];
-    std::vector<ReplicaPlacement> placed{ReplicaPlacement{
-        0, node.name(),
-        lowest_free_gpus(node, options.loads->load(best->second), request.gpus, options.loads->mode())}};
-    out.placement = Placement{task.id, node.cluster_id(), std::move(placed), request.per_replica, request.shape, false};
+    out.placement = place_on(state, task, request, best->second, *options.loads);
     return out;
   }
   // Rank every feasible node once, as it stands before this task.

@@ -31,6 +31,11 @@ struct SelectOptions {
   ProjectId project = kNoProject;  // the task's (CycleState::project), for anti-affinity
 };
 
+// One replica on `node` (the best node for it): the placement select_gang
+// makes for a one-replica task of one GPU type, or none.
+Placement place_on(const CycleState& state, const Task& task, const Request& request, std::size_t node,
+                   const LoadView& loads);
+
 // `fit`: the nodes that passed feasibility for one replica (ascending index).
 Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
                       const std::vector<std::size_t>& fit, const SelectOptions& options);

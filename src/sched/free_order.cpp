@@ -1,0 +1,94 @@
+#include "sched/free_order.h"
+
+#include <algorithm>
+
+#include "sched/feasible.h"
+
+namespace cp::sched {
+namespace {
+
+void insert_sorted(std::vector<FreeOrder::Entry>& v, const FreeOrder::Entry& e) {
+  v.insert(std::lower_bound(v.begin(), v.end(), e), e);
+}
+
+void erase_sorted(std::vector<FreeOrder::Entry>& v, const FreeOrder::Entry& e) {
+  auto it = std::lower_bound(v.begin(), v.end(), e);
+  if (it != v.end() && it->node == e.node && it->same_key(e)) v.erase(it);
+}
+
+// The one project with GPU work on the node, kNoProject, or kSeveral.
+ProjectId holder_of(const NodeLoad& load) {
+  ProjectId one = kNoProject;
+  for (const auto& [project, n] : load.gpu_holders) {
+    if (n <= 0) continue;
+    if (one != kNoProject && one != project) return FreeOrder::kSeveral;
+    one = project;
+  }
+  return one;
+}
+
+}  // namespace
+
+FreeOrder::FreeOrder(const std::vector<NodeView>& nodes, const std::vector<NodeLoad>& loads, std::size_t clusters,
+                     std::size_t types)
+    : types_(std::min<std::size_t>(types, 64)) {
+  all_.resize(clusters * types_);
+  single_.resize(clusters * types_);
+  cpu_.resize(clusters);
+  placed_.resize(nodes.size());
+  bits_.assign(nodes.size(), 0);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    placed_[i] = placed_of(i, nodes[i], loads[i]);
+    const NodeView& v = nodes[i];
+    bits_[i] = types_ >= 64 ? v.gpu_type_bits : v.gpu_type_bits & ((std::uint64_t{1} << types_) - 1);
+    for (std::uint64_t b = bits_[i]; b != 0; b &= b - 1) {
+      std::size_t at = v.cluster_rank * types_ + static_cast<std::size_t>(std::countr_zero(b));
+      all_[at].push_back(placed_[i].gpu);
+      if (placed_[i].single) single_[at].push_back(placed_[i].gpu);
+    }
+    cpu_[v.cluster_rank].push_back(placed_[i].cpu);
+  }
+  for (auto& v : all_) std::sort(v.begin(), v.end());
+  for (auto& v : single_) std::sort(v.begin(), v.end());
+  for (auto& v : cpu_) std::sort(v.begin(), v.end());
+}
+
+FreeOrder::Placed FreeOrder::placed_of(std::size_t node, const NodeView& view, const NodeLoad& load) const {
+  Placed p;
+  Wide cpu = static_cast<Wide>(view.alloc_cpu) - cpu_in_use(load, LoadMode::kAll);
+  Wide memory = static_cast<Wide>(view.alloc_memory) - memory_in_use(load, LoadMode::kAll);
+  ProjectId holder = holder_of(load);
+  p.gpu = Entry{free_gpus(view, load, LoadMode::kAll), cpu, memory, node, holder};
+  p.cpu = Entry{cpu, memory, 0, node, holder};
+  p.single = holder != kSeveral;
+  return p;
+}
+
+void FreeOrder::insert(std::size_t node, const NodeView& view, const Placed& p) {
+  for (std::uint64_t b = bits_[node]; b != 0; b &= b - 1) {
+    std::size_t at = view.cluster_rank * types_ + static_cast<std::size_t>(std::countr_zero(b));
+    insert_sorted(all_[at], p.gpu);
+    if (p.single) insert_sorted(single_[at], p.gpu);
+  }
+  insert_sorted(cpu_[view.cluster_rank], p.cpu);
+}
+
+void FreeOrder::erase(std::size_t node, const NodeView& view, const Placed& p) {
+  for (std::uint64_t b = bits_[node]; b != 0; b &= b - 1) {
+    std::size_t at = view.cluster_rank * types_ + static_cast<std::size_t>(std::countr_zero(b));
+    erase_sorted(all_[at], p.gpu);
+    if (p.single) erase_sorted(single_[at], p.gpu);
+  }
+  erase_sorted(cpu_[view.cluster_rank], p.cpu);
+}
+
+void FreeOrder::update(std::size_t node, const NodeView& view, const NodeLoad& load) {
+  Placed now = placed_of(node, view, load);
+  const Placed& was = placed_[node];
+  if (now.gpu.same_key(was.gpu) && now.cpu.same_key(was.cpu) && now.gpu.holder == was.gpu.holder) return;
+  erase(node, view, was);
+  placed_[node] = now;
+  insert(node, view, now);
+}
+
+}  // namespace cp::sched

@@ -1,0 +1,145 @@
+// The free order (free_order.h, CycleState::best_single): the best node for
+// one replica is the node select_gang picks from every feasible node, for
+// both policies, with and without holds, for any project, as loads change.
+#include <random>
+
+#include "harness.h"
+#include "sched/cycle_state.h"
+#include "sched/feasible.h"
+#include "sched/select.h"
+
+namespace cp::sched::testing {
+namespace {
+
+const Labels kA100Label{{"gpu-type", "nvidia-a100-80gb"}};
+const Labels kH100Label{{"gpu-type", "nvidia-h100-80gb"}};
+
+class FreeOrderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::mt19937_64 rng(11);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+    for (const std::string c : {"c1", "c2"}) {
+      auto cluster = fleet.cluster(c);
+      for (int i = 0; i < 10; ++i) {
+        bool h100 = i % 3 == 0;
+        std::string name = c + "-g" + std::to_string(i);
+        cluster.node(name, h100 ? "cpu:96,memory:1Ti,gpu/nvidia-h100-80gb:8" : "cpu:64,memory:512Gi,gpu/nvidia-a100-80gb:8",
+                     h100 ? kH100Label : kA100Label);
+      }
+      for (int i = 0; i < 4; ++i) cluster.node(c + "-cpu" + std::to_string(i), "cpu:64,memory:256Gi");
+    }
+    fleet.node("c1", "c1-g4").ready = false;
+    fleet.node("c2", "c2-g5").maintenance = true;
+    group("rg", "gpu/nvidia-a100-80gb:400,gpu/nvidia-h100-80gb:400,cpu:4000", {"c1", "c2"});
+    // Work of three projects (or none), leaving every kind of free: many
+    // nodes alike, so ties by node index count.
+    int id = 0;
+    for (const auto& n : fleet.snapshot.nodes) {
+      bool gpu_node = n.name.find("-g") != std::string::npos;
+      int pieces = pick(4);
+      int next_gpu = 0;
+      for (int p = 0; p < pieces; ++p) {
+        std::string res = "cpu:" + std::to_string(2 * (1 + pick(8))) + ",memory:" + std::to_string(8 * (1 + pick(4))) + "Gi";
+        std::vector<int> gpus;
+        if (gpu_node) {
+          int g = 1 << pick(3);
+          if (next_gpu + g > 8) break;
+          for (int k = 0; k < g; ++k) gpus.push_back(next_gpu++);
+          bool h100 = n.labels.at("gpu-type") == "nvidia-h100-80gb";
+          res += std::string(",") + (h100 ? "gpu/nvidia-h100-80gb:" : "gpu/nvidia-a100-80gb:") + std::to_string(g);
+        }
+        auto& w = fleet.running("w" + std::to_string(id++), "rg", n.cluster_id, res, {{0, n.name, gpus}});
+        int project = pick(4);
+        w.project_group = project == 3 ? "" : "pg-" + std::to_string(project);
+      }
+    }
+  }
+  ResourceGroup& group(const std::string& name, std::string_view quota, std::vector<std::string> clusters) {
+    return fleet.group(name, quota, std::move(clusters));
+  }
+
+  // best_single against feasible_nodes + select_gang, for many requests.
+  void expect_same_best(CycleState& state, const std::string& when) {
+    int compared = 0;
+    const ResourceGroup& g = *state.group("rg");
+    std::vector<std::string> clusters{"c1", "c2"};
+    std::vector<std::vector<std::string>> cluster_sets{clusters, {"c1"}, {"c2"}};
+    std::vector<Request> requests;
+    for (std::string_view type : {kA100, kH100}) {
+      for (int gpus : {1, 2, 4, 8}) {
+        for (int cpu : {0, 8, 40}) {
+          Task t;
+          t.step.resources = res(std::string(type) + ":" + std::to_string(gpus) + (cpu ? ",cpu:" + std::to_string(cpu) : ""));
+          Request r = *request_of(t);
+          r.gpu_type_id = state.gpu_type_id(r.gpu_type);
+          requests.push_back(r);
+        }
+      }
+    }
+    for (std::string_view spec : {"cpu:4", "cpu:30,memory:100Gi", "memory:200Gi", "cpu:64"}) {
+      Task t;
+      t.step.resources = res(spec);
+      requests.push_back(*request_of(t));
+    }
+    ModeView no_holds(state, LoadMode::kNoHolds);
+    Task task;
+    task.id = "t";
+    for (const Request& r : requests) {
+      for (const auto& cs : cluster_sets) {
+        for (ProjectId project : {kNoProject, state.project("pg-0"), state.project("pg-1"), state.project("pg-9")}) {
+          for (PlacementPolicy policy : {PlacementPolicy::binpack, PlacementPolicy::spread}) {
+            for (const LoadView* loads : {static_cast<const LoadView*>(&state), static_cast<const LoadView*>(&no_holds)}) {
+              NodeFeasibility nodes = feasible_nodes(state, *loads, cs, g, r, false);
+              SelectOptions options;
+              options.loads = loads;
+              options.policy = policy;
+              options.project = project;
+              Selection want = select_gang(state, g, task, r, nodes.fit, options);
+              CycleState::Best got = state.best_single(*loads, cs, g, r, project, policy);
+              if (!got.applies) continue;  // the first few asks, before the order is built
+              ++compared;
+              ASSERT_EQ(got.node.has_value(), want.placement.has_value())
+                  << when << ": " << r.per_replica.to_string() << " project " << project;
+              if (!got.node) continue;
+              const NodeView& v = state.nodes()[*got.node];
+              ASSERT_EQ(v.cluster_id() + "/" + v.name(),
+                        want.placement->cluster_id + "/" + want.placement->placements.front().node)
+                  << when << ": " << r.per_replica.to_string() << " project " << project << " policy "
+                  << (policy == PlacementPolicy::spread ? "spread" : "binpack")
+                  << (loads == &state ? "" : " without holds");
+            }
+          }
+        }
+      }
+    }
+    EXPECT_GT(compared, 1000) << when;
+  }
+
+  Fleet fleet;
+};
+
+TEST_F(FreeOrderTest, TheBestNodeIsTheOneSelectionPicksFromEveryFeasibleNode) {
+  // As built, then after placements and holds change loads (and in a
+  // cycle's put-back), the walk finds select_gang's node.
+  CycleState state(fleet.snapshot);
+  expect_same_best(state, "built");
+  state.begin_cycle();
+  Task t;
+  t.id = "p1";
+  t.resource_group = "rg";
+  t.project_group = "pg-2";
+  Placement p{"p1", "c1", {ReplicaPlacement{0, "c1-g1", {6, 7}}}, res("gpu/nvidia-a100-80gb:2,cpu:6"), 0, false};
+  state.commit(t, p);
+  Placement h{"p2", "c2", {ReplicaPlacement{0, "c2-g2", {}}, ReplicaPlacement{0, "c2-cpu1", {}}},
+              res("gpu/nvidia-a100-80gb:1,cpu:20,memory:64Gi"), 0, false};
+  t.id = "p2";
+  state.hold(t, h);
+  expect_same_best(state, "placed and held");
+  if (HasFailure()) return;
+  state.end_cycle();
+  expect_same_best(state, "after the cycle");
+}
+
+}  // namespace
+}  // namespace cp::sched::testing
