@@ -786,6 +786,14 @@ void CycleState::index_works_on_nodes() {
   }
 }
 
+void CycleState::index_everything() {
+  for (std::size_t w = 0; w < running_.size(); ++w) {
+    if (running_[w] != nullptr) facts(w);
+  }
+  index_works_on_nodes();
+  running_of_group("");
+}
+
 const std::vector<std::size_t>& CycleState::running_of_group(std::string_view group) {
   if (!by_group_built_) {
     by_group_built_ = true;

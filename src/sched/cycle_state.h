@@ -305,6 +305,10 @@ class CycleState final : public LoadView {
   // changed, when the change reaches past the node's own view (its GPU types,
   // or whether it has GPUs): then the state must be built again.
   bool replace_node(std::size_t index, const Node& node);
+  // Works out now what a kept state would otherwise work out on first use
+  // (each work's facts, running work by node and by group), so that no
+  // cycle or delta pays for it.
+  void index_everything();
   // Live running work of a group (for fair share), in no particular order.
   const std::vector<std::size_t>& running_of_group(std::string_view group);
 

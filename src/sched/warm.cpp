@@ -66,6 +66,7 @@ void Scheduler::build() {
   }
   for (std::size_t i = 0; i < works.size(); ++i) live_.emplace(works[i]->attempt_id, Live{works[i], i});
   state_ = std::make_unique<CycleState>(meta_, nodes_, std::vector<const RunningWork*>(works.begin(), works.end()));
+  state_->index_everything();
 }
 
 void Scheduler::start(RunningWork work) {
