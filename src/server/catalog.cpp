@@ -393,6 +393,7 @@ Result<std::pair<json::object, bool>> ControlPlane::apply_document(const Princip
       return {};
     }));
   }
+  if (kind == "ProjectGroup") principals_.clear();  // members' roles may have changed
   wake_scheduler();
   return std::make_pair(std::move(out), created);
 }
@@ -491,7 +492,7 @@ Status ControlPlane::delete_document(const Principal& p, const std::string& kind
   if (!known_kind(kind)) return errors::not_found("kind", kind);
   if (!p.is_admin()) return admin_only(p, "delete a " + kind_label(kind), "删除" + kind_label(kind));
   Millis now = clock_.now_ms();
-  return store_.write([&](Tx& tx) -> Status {
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
     if (kind == "ResourceGroup") {
       CP_ASSIGN(auto rg, tx.get_resource_group(name));
       if (!rg) return errors::not_found("resource group", name);
@@ -518,7 +519,9 @@ Status ControlPlane::delete_document(const Principal& p, const std::string& kind
     CP_ASSIGN(auto eid, tx.append_event(make_event(now, p.user, kind_label(kind), name, "document.deleted")));
     (void)eid;
     return {};
-  });
+  }));
+  if (kind == "ProjectGroup") principals_.clear();  // its members lose their roles
+  return {};
 }
 
 }  // namespace cp

@@ -54,6 +54,7 @@ Result<std::optional<std::string>> ControlPlane::ensure_admin_token() {
     secret = s;
     return {};
   }));
+  principals_.clear();
   return secret;
 }
 
@@ -66,9 +67,13 @@ Result<Principal> ControlPlane::authenticate(std::string_view bearer) {
   Principal p;
   Millis now = clock_.now_ms();
   std::string hash = sha256_hex(bearer);
+  if (auto cached = principals_.get(hash, now)) return *cached;
+  const std::uint64_t generation = principals_.generation();
+  Millis token_expires_at = 0;
   Status st = store_.read([&](Tx& tx) -> Status {
     CP_ASSIGN(auto tok, tx.find_token_by_hash(hash));
     if (!tok) return bad_token();
+    token_expires_at = tok->expires_at;
     if (tok->expires_at != 0 && tok->expires_at <= now) {
       return errors::unauthenticated("token expired at " + format_time(tok->expires_at),
                                      "令牌已于 " + format_time(tok->expires_at) + " 过期");
@@ -85,6 +90,7 @@ Result<Principal> ControlPlane::authenticate(std::string_view bearer) {
     return {};
   });
   if (!st.ok()) return st.error();
+  principals_.put(hash, p, token_expires_at, generation, now);
   return p;
 }
 
@@ -158,6 +164,7 @@ Result<User> ControlPlane::create_user(const Principal& p, const json::value& bo
     (void)id;
     return {};
   }));
+  principals_.clear();
   return u;
 }
 
@@ -191,6 +198,7 @@ Result<json::object> ControlPlane::create_token(const Principal& p, const std::s
     (void)id;
     return {};
   }));
+  principals_.clear();
   json::object out;
   out["id"] = t.id;
   out["token"] = secret;

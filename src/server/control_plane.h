@@ -27,24 +27,11 @@
 #include "objstore/object_store.h"
 #include "server/fleet_nodes.h"
 #include "server/live_inventory.h"
+#include "server/live_work.h"
+#include "server/principal.h"
 #include "store/store.h"
 
 namespace cp {
-
-struct Principal {
-  enum class Kind { user, agent };
-  Kind kind = Kind::user;
-  std::string user;  // user name, or "agent:<cluster>"
-  PlatformRole role = PlatformRole::viewer;
-  std::map<std::string, ProjectRole> project_roles;  // project group -> role
-  std::string cluster_id;                            // agents only
-
-  bool is_admin() const { return kind == Kind::user && role == PlatformRole::admin; }
-  bool can_read_all() const { return is_admin() || (kind == Kind::user && role == PlatformRole::viewer); }
-  bool can_read_project(const std::string& pg) const;
-  bool can_submit_to(const std::string& pg) const;  // admin, or project admin/member
-  bool can_admin_project(const std::string& pg) const;
-};
 
 struct ServerConfig {
   std::int64_t lease_ttl_s = 30;         // agents fence themselves after this minus a margin
@@ -298,6 +285,9 @@ class ControlPlane {
 
   LiveInventory live_inventory_;
   FleetNodes fleet_nodes_;  // node summaries for the background passes
+  // authenticate()'s answers; cleared after every change to users, tokens
+  // or project groups (principal.h).
+  PrincipalCache principals_;
 
   std::mutex signals_mu_;
   std::map<std::string, std::unique_ptr<Signal>> cluster_signals_;
@@ -315,6 +305,7 @@ class ControlPlane {
   std::condition_variable retention_cv_;  // with loop_mu_: wakes the retention thread to stop
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;
+  LiveWork live_work_;  // under schedule_mu_
 };
 
 }  // namespace cp

@@ -8,19 +8,13 @@ namespace cp::internal {
 
 namespace {
 
-// Replicas an attempt holds: Attempt::resources is stored per replica (see
-// schedule_once and attempt_total), one replica per placement.
-std::int64_t replicas_of(const Attempt& a) {
-  return static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
-}
-
 // The bound of cycle_state.cpp: an absurd GPU count reported by an agent is
 // not turned into that many indices.
 constexpr std::int64_t kMaxGpuIndices = 4096;
 
 }  // namespace
 
-Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx) {
+Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live) {
   std::unique_ptr<Holdings> h(new Holdings());
   CP_ASSIGN(h->groups_, tx.list_resource_groups());
   h->quota_.emplace(h->groups_);
@@ -34,26 +28,29 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx) {
     h->nodes_.emplace(std::move(key), std::move(n));
   }
 
-  CP_ASSIGN(auto active, tx.active_attempts(""));
-  CP_ASSIGN(auto holding, tx.tasks_in_states({TaskState::Admitted, TaskState::Dispatched, TaskState::Running,
-                                              TaskState::Preempting}));
-  std::map<std::string, std::string> group_of;
-  for (const auto& t : holding) group_of[t.id] = t.resource_group;
-  for (const auto& a : active) {
-    auto g = group_of.find(a.task_id);
-    if (g == group_of.end()) {
-      // An active attempt of a task in another state should not exist; still
-      // charge it to its task's group rather than let it hold quota unseen.
-      CP_ASSIGN(auto t, tx.get_task(a.task_id));
-      g = group_of.emplace(a.task_id, t ? t->resource_group : std::string()).first;
+  std::map<std::string, std::string> group_of;  // of tasks that are not live, read here
+  for (const Attempt* a : live.attempts()) {
+    if (const Task* t = live.task(a->task_id)) {
+      h->charge(*a, t->resource_group);
+      continue;
     }
-    h->charge(a, g->second);
+    // An active attempt of a task in another state should not exist; still
+    // charge it to its task's group rather than let it hold quota unseen.
+    auto g = group_of.find(a->task_id);
+    if (g == group_of.end()) {
+      CP_ASSIGN(auto t, tx.get_task(a->task_id));
+      g = group_of.emplace(a->task_id, t ? t->resource_group : std::string()).first;
+    }
+    h->charge(*a, g->second);
   }
   return h;
 }
 
 void Holdings::charge(const Attempt& a, const std::string& resource_group) {
-  if (!resource_group.empty()) quota_->add(resource_group, a.resources, replicas_of(a));
+  // Attempt::resources is per replica (see schedule_once and attempt_total),
+  // one replica per placement.
+  const auto replicas = static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
+  if (!resource_group.empty()) quota_->add(resource_group, a.resources, replicas);
   for (const auto& rp : a.placements) {
     auto& use = use_[NodeKey{a.cluster_id, rp.node}];
     use.used.add(a.resources);

@@ -26,15 +26,17 @@
 #include "sched/admission.h"
 #include "sched/scheduler.h"
 #include "sched/tally.h"
+#include "server/live_work.h"
 #include "store/store.h"
 
 namespace cp::internal {
 
 class Holdings {
  public:
-  // Reads groups, priority classes, nodes and active attempts (with their
-  // tasks' resource groups) in `tx`.
-  static Result<std::unique_ptr<Holdings>> load(Tx& tx);
+  // Reads groups, priority classes, clusters and nodes in `tx`, and charges
+  // the active attempts of `live`, brought up to date in `tx` (live_work.h),
+  // each to its task's resource group.
+  static Result<std::unique_ptr<Holdings>> load(Tx& tx, const LiveWork& live);
 
   Holdings(const Holdings&) = delete;
   Holdings& operator=(const Holdings&) = delete;

@@ -35,6 +35,7 @@
 #include "server/control_plane.h"
 #include "server/holdings.h"
 #include "server/internal.h"
+#include "server/live_work.h"
 
 namespace cp {
 
@@ -58,10 +59,12 @@ struct Loaded {
   std::vector<sched::QueuedTask> queue;
 };
 
-Status load(Tx& tx, const ServerConfig& config, Loaded& out) {
+// The cycle's input: the live work (brought up to date in `tx` by the
+// caller), and the fleet and its settings as read in `tx`.
+Status load(Tx& tx, const ServerConfig& config, const LiveWork& live, Loaded& out) {
   // The queue first: with nothing queued (most wakes of an idle fleet, e.g.
   // by agent syncs) the rest of the state is not needed.
-  CP_ASSIGN(auto queued, tx.tasks_in_states({TaskState::Queued}));
+  const auto queued = live.queued();
   if (queued.empty()) return {};
   auto& s = out.snapshot;
   s.config.fair_share = config.fair_share;
@@ -74,11 +77,10 @@ Status load(Tx& tx, const ServerConfig& config, Loaded& out) {
   std::map<std::string, bool> preemptible;
   for (const auto& pc : s.priority_classes) preemptible[pc.name] = pc.preemptible;
 
-  CP_ASSIGN(auto holding, tx.tasks_in_states(kHolding));
-  std::map<std::string, const Task*> by_id;
-  for (const auto& t : holding) by_id[t.id] = &t;
-  CP_ASSIGN(auto attempts, tx.active_attempts(""));
-  for (const auto& a : attempts) {
+  const auto attempts = live.attempts();
+  s.running.reserve(attempts.size());
+  for (const Attempt* ap : attempts) {
+    const Attempt& a = *ap;
     sched::RunningWork w;
     w.task_id = a.task_id;
     w.attempt_id = a.id;
@@ -87,8 +89,9 @@ Status load(Tx& tx, const ServerConfig& config, Loaded& out) {
     w.placements = a.placements;
     w.started_at = a.started_at;
     w.stopping = a.state == AttemptState::Stopping;
-    if (auto it = by_id.find(a.task_id); it != by_id.end()) {
-      const Task& t = *it->second;
+    const Task* tp = live.task(a.task_id);
+    if (tp != nullptr && kHolding.contains(tp->state)) {
+      const Task& t = *tp;
       w.resource_group = t.resource_group;
       w.project_group = t.project_group;
       w.user = t.user;
@@ -104,20 +107,26 @@ Status load(Tx& tx, const ServerConfig& config, Loaded& out) {
   }
 
   std::map<std::string, TaskState> dep_state;
-  for (const auto& t : queued) {
-    for (const auto& d : t.depends_on) {
+  for (const Task* t : queued) {
+    for (const auto& d : t->depends_on) {
       if (dep_state.count(d)) continue;
+      const Task* live_dep = live.task(d);
+      if (live_dep != nullptr) {
+        dep_state[d] = live_dep->state;
+        continue;
+      }
       CP_ASSIGN(auto dt, tx.get_task(d));
       dep_state[d] = dt ? dt->state : TaskState::Cancelled;
     }
   }
-  for (auto& t : queued) {
-    if (t.cancel_requested) continue;
+  out.queue.reserve(queued.size());
+  for (const Task* t : queued) {
+    if (t->cancel_requested) continue;
     sched::QueuedTask q;
-    for (const auto& d : t.depends_on) {
+    for (const auto& d : t->depends_on) {
       if (dep_state[d] != TaskState::Succeeded) q.unfinished_dependencies.push_back(d);
     }
-    q.task = std::move(t);
+    q.task = *t;
     out.queue.push_back(std::move(q));
   }
   return {};
@@ -206,22 +215,28 @@ Status ControlPlane::schedule_once() {
   using Steady = std::chrono::steady_clock;
   const auto t0 = Steady::now();
   Loaded loaded;
-  CP_TRY(store_.read([&](Tx& tx) { return load(tx, config_, loaded); }));
+  const std::uint64_t mark = LiveWork::mark(store_);  // before the read transaction opens
+  CP_TRY(store_.read([&](Tx& tx) -> Status {
+    CP_TRY(live_work_.refresh(tx, store_.changes(), mark, now));
+    return load(tx, config_, live_work_, loaded);
+  }));
   if (loaded.queue.empty()) return {};
   const auto t1 = Steady::now();
   sched::Plan plan = sched::decide(loaded.snapshot, loaded.queue, now);
   const auto t2 = Steady::now();
   struct LogTimes {
     Steady::time_point t0, t1, t2;
+    std::int64_t rows_read;
     const Loaded& loaded;
     const sched::Plan& plan;
     ~LogTimes() {
       auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
-      spdlog::debug("cycle: {} queued, {} running: load {:.1f} ms, decide {:.1f} ms, apply {:.1f} ms; {} placed",
-                    loaded.queue.size(), loaded.snapshot.running.size(), ms(t1 - t0), ms(t2 - t1),
-                    ms(Steady::now() - t2), plan.placements.size());
+      spdlog::debug(
+          "cycle: {} queued, {} running: load {:.1f} ms ({} rows read), decide {:.1f} ms, apply {:.1f} ms; {} placed",
+          loaded.queue.size(), loaded.snapshot.running.size(), ms(t1 - t0), rows_read, ms(t2 - t1),
+          ms(Steady::now() - t2), plan.placements.size());
     }
-  } log_times{t0, t1, t2, loaded, plan};
+  } log_times{t0, t1, t2, live_work_.stats().rows_read, loaded, plan};
   if (plan.placements.empty() && plan.preemptions.empty() && plan.pending.empty()) return {};
 
   // No retry loop here: Store::write already runs the whole body again, a
@@ -235,7 +250,10 @@ Status ControlPlane::schedule_once() {
     clusters_to_wake.clear();
     std::unique_ptr<internal::Holdings> held;
     if (!plan.placements.empty()) {
-      CP_ASSIGN(held, internal::Holdings::load(tx));
+      // The live work as of this transaction: what committed since the
+      // snapshot (work that ended, or anything written behind our back).
+      CP_TRY(live_work_.refresh(tx, store_.changes(), LiveWork::mark(store_), now, /*periodic=*/false));
+      CP_ASSIGN(held, internal::Holdings::load(tx, live_work_));
     }
 
     std::map<std::string, std::pair<std::int64_t, Millis>> dispatched;  // cluster -> (attempts, wait)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "store/change_journal.h"
 #include "model/approval.h"
 #include "model/monitoring.h"
 #include "model/resource_use.h"
@@ -162,6 +163,10 @@ class Tx {
  public:
   virtual ~Tx() = default;
 
+  // The task and attempt ids this transaction wrote so far (change_journal.h);
+  // the backend publishes them after COMMIT.
+  ChangedRows take_changed() { return std::move(changed_); }
+
   // Free-form settings (e.g. "admin_token_created").
   virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
   virtual Status set_meta(const std::string& key, const std::string& value) = 0;
@@ -299,6 +304,15 @@ class Tx {
   virtual Status upsert_approval(const Approval& a) = 0;
   virtual Result<std::optional<Approval>> get_approval(const std::string& id) = 0;
   virtual Result<ApprovalPage> list_approvals(const ApprovalQuery& q) = 0;
+
+ protected:
+  // Backends call these from every method that inserts, updates or deletes
+  // a task or an attempt row.
+  void noted_task(const std::string& id) { changed_.tasks.push_back(id); }
+  void noted_attempt(const std::string& id) { changed_.attempts.push_back(id); }
+
+ private:
+  ChangedRows changed_;
 };
 
 class Store {
@@ -315,6 +329,9 @@ class Store {
   virtual int schema_version() = 0;
   // "sqlite" | "postgresql"
   virtual std::string backend() const = 0;
+  // The ids of task and attempt rows each committed write() changed, or
+  // nullptr for a store that does not say (its readers then read everything).
+  virtual ChangeJournal* changes() { return nullptr; }
 };
 
 // Opens a store by URL: sqlite:///abs/path/db, sqlite::memory:, postgresql://... (any libpq URI, plus ?pool=N)

@@ -93,6 +93,7 @@ class BetweenSnapshotAndApply final : public Store {
   Status read(const std::function<Status(Tx&)>& body) override { return inner_.read(body); }
   int schema_version() override { return inner_.schema_version(); }
   std::string backend() const override { return inner_.backend(); }
+  ChangeJournal* changes() override { return inner_.changes(); }
 
  private:
   Store& inner_;

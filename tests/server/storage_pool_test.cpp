@@ -144,7 +144,9 @@ TEST_F(StoragePoolTest, ApplyRefusesAPlacementOutsideTheTasksPool) {
   pl.placements = {ReplicaPlacement{0, "c3-n1", {1}}};
   std::optional<std::string> to_c3, to_c2, unbound_to_c3;
   ASSERT_TRUE(store_->write([&](Tx& tx) -> Status {
-                      CP_ASSIGN(auto held, internal::Holdings::load(tx));
+                      LiveWork live;
+                      CP_TRY(live.refresh(tx, nullptr, 0, 0));
+                      CP_ASSIGN(auto held, internal::Holdings::load(tx, live));
                       pl.cluster_id = "c3";
                       to_c3 = held->recheck(t, pl);
                       Task unbound = t;

@@ -136,10 +136,19 @@ Status PostgresStore::read(const std::function<Status(Tx&)>& body) { return run(
 
 Status PostgresStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
   InsideMark mark(this);
-  return transaction(kind, [&](pg::Connection& conn) -> Status {
+  ChangedRows changed;
+  Status status = transaction(kind, [&](pg::Connection& conn) -> Status {
     PostgresTx tx(conn, kind == TxKind::write);
-    return body(tx);
+    Status run = body(tx);
+    ChangedRows noted = tx.take_changed();
+    changed.tasks.insert(changed.tasks.end(), noted.tasks.begin(), noted.tasks.end());
+    changed.attempts.insert(changed.attempts.end(), noted.attempts.begin(), noted.attempts.end());
+    return run;
   });
+  // Whether or not it committed (a COMMIT whose connection was lost may
+  // have): a reader of the journal only reads these rows again.
+  if (kind == TxKind::write) changes_.publish(std::move(changed));
+  return status;
 }
 
 Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Connection&)>& body) {

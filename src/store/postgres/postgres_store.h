@@ -67,6 +67,7 @@ class PostgresStore final : public Store {
   Status read(const std::function<Status(Tx&)>& body) override;
   int schema_version() override;  // -1 if the database cannot be read
   std::string backend() const override { return "postgresql"; }
+  ChangeJournal* changes() override { return &changes_; }
 
   pg::Pool::Stats pool_stats() const { return pool_.stats(); }
 
@@ -91,6 +92,7 @@ class PostgresStore final : public Store {
 
   PostgresOptions options_;
   pg::Pool pool_;
+  ChangeJournal changes_;
 };
 
 }  // namespace cp

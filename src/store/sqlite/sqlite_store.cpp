@@ -101,12 +101,22 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& opti
                                                                       : "PRAGMA synchronous = NORMAL"));
   // Off by default in SQLite, per connection; the schema relies on it.
   CP_TRY(conn->execute("PRAGMA foreign_keys = ON"));
+  // A task row touches nine indices (tasks_* in migrations.cpp): with
+  // SQLite's default 2 MiB of page cache, a busy writer reads back the
+  // pages it just wrote. At most this much memory, used as needed.
+  CP_TRY(conn->execute("PRAGMA cache_size = " + std::to_string(-kWriterCacheKib)));
+  // Checkpoints (copying the WAL back into the database, with an fsync)
+  // every kCheckpointPages pages instead of SQLite's 1,000: a page written
+  // by many commits in between is copied once. The WAL grows to about
+  // kCheckpointPages x 4 KiB before it is reused.
+  CP_TRY(conn->execute("PRAGMA wal_autocheckpoint = " + std::to_string(kCheckpointPages)));
 
   std::vector<std::unique_ptr<sqlite::Connection>> readers;
   if (options.path != ":memory:") {
     for (int i = 0; i < kReaders; ++i) {
       CP_ASSIGN(auto reader, sqlite::Connection::open(options.path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX));
       CP_TRY(set_busy_timeout(*reader, options.busy_timeout_ms));
+      CP_TRY(reader->execute("PRAGMA cache_size = " + std::to_string(-kReaderCacheKib)));
       readers.push_back(std::move(reader));
     }
   }
@@ -172,10 +182,12 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
     for (auto* w : group) {
       w->result = Status();
       w->thrown = nullptr;
+      w->changed = ChangedRows();
       if (savepoints) CP_TRY(conn_->execute("SAVEPOINT cp_write"));
       try {
         SqliteTx tx(*conn_, true);
         w->result = (*w->body)(tx);
+        w->changed = tx.take_changed();
       } catch (...) {
         w->thrown = std::current_exception();
       }
@@ -188,6 +200,11 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
     }
     return {};
   });
+  // Before any caller returns, so that whoever reads the journal after a
+  // write() finds that write's rows in it. Published whether or not they
+  // committed: a reader only reads those rows again, and for a COMMIT whose
+  // outcome is unknown that is what it must do.
+  for (auto* w : group) changes_.publish(std::move(w->changed));
   if (committed.ok()) return;
   // The transaction did not commit: no body's writes were kept. A body that
   // failed on its own keeps its error; the others get the transaction's.

@@ -67,12 +67,18 @@ class SqliteStore final : public Store {
   Status read(const std::function<Status(Tx&)>& body) override;
   int schema_version() override;  // -1 if the database cannot be read
   std::string backend() const override { return "sqlite"; }
+  ChangeJournal* changes() override { return &changes_; }
 
   // A busy database (another process holds the write lock past the busy
   // timeout) gets the whole transaction body run again, this many times.
   static constexpr int kBusyRetries = 5;
   // Read-only connections of a database file.
   static constexpr int kReaders = 4;
+  // Page cache, at most, of the writer and of each reader (KiB), and the
+  // WAL pages between automatic checkpoints (see open()).
+  static constexpr int kWriterCacheKib = 64 * 1024;
+  static constexpr int kReaderCacheKib = 16 * 1024;
+  static constexpr int kCheckpointPages = 10'000;
 
  private:
   enum class TxKind { read, write };
@@ -97,6 +103,7 @@ class SqliteStore final : public Store {
     const std::function<Status(Tx&)>* body = nullptr;
     Status result;
     std::exception_ptr thrown;  // rethrown on the caller's thread
+    ChangedRows changed;        // published once the group has committed
     bool done = false;
   };
   // Runs `group` in one transaction (caller holds mu_ and leads the group).
@@ -115,6 +122,7 @@ class SqliteStore final : public Store {
   std::condition_variable queue_cv_;
   std::vector<PendingWrite*> queue_;
   bool leading_ = false;  // a caller is running a group
+  ChangeJournal changes_;
 
 };
 

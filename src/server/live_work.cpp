@@ -1,0 +1,121 @@
+#include "server/live_work.h"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_set>
+
+namespace cp {
+
+namespace {
+
+bool live(TaskState s) {
+  switch (s) {
+    case TaskState::Queued:
+    case TaskState::Admitted:
+    case TaskState::Dispatched:
+    case TaskState::Running:
+    case TaskState::Preempting:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+std::uint64_t LiveWork::mark(Store& store) {
+  ChangeJournal* journal = store.changes();
+  return journal ? journal->last() : 0;
+}
+
+Status LiveWork::refresh(Tx& tx, ChangeJournal* journal, std::uint64_t mark, Millis now, bool periodic) {
+  ChangedRows changed;
+  // take() first, even when everything is read below: what it hands over up
+  // to `mark` is then covered by this read, and must not be read again.
+  const bool complete = journal != nullptr && journal->take(mark, changed);
+  const bool due = periodic && (now - full_at_ >= kFullReadEveryMs || now < full_at_);
+  const bool was_loaded = loaded_;
+  loaded_ = false;  // until this refresh succeeds: one that fails half-way reads everything next time
+  if (!was_loaded || !complete || due) {
+    CP_TRY(read_everything(tx, now));
+  } else {
+    CP_TRY(read_changed(tx, changed));
+  }
+  loaded_ = true;
+  return {};
+}
+
+Status LiveWork::read_everything(Tx& tx, Millis now) {
+  tasks_.clear();
+  attempts_.clear();
+  CP_ASSIGN(auto tasks, tx.tasks_in_states({TaskState::Queued, TaskState::Admitted, TaskState::Dispatched,
+                                            TaskState::Running, TaskState::Preempting}));
+  CP_ASSIGN(auto attempts, tx.active_attempts(""));
+  stats_.rows_read = static_cast<std::int64_t>(tasks.size() + attempts.size());
+  for (auto& t : tasks) {
+    std::string id = t.id;
+    tasks_.emplace(std::move(id), std::move(t));
+  }
+  for (auto& a : attempts) {
+    std::string id = a.id;
+    attempts_.emplace(std::move(id), std::move(a));
+  }
+  full_at_ = now;
+  stats_.full_reads++;
+  return {};
+}
+
+Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
+  stats_.rows_read = 0;
+  std::unordered_set<std::string_view> seen;
+  for (const auto& id : changed.tasks) {
+    if (!seen.insert(id).second) continue;
+    CP_ASSIGN(auto t, tx.get_task(id));
+    stats_.rows_read++;
+    if (t && live(t->state)) {
+      tasks_.insert_or_assign(id, std::move(*t));
+    } else {
+      tasks_.erase(id);
+    }
+  }
+  seen.clear();
+  for (const auto& id : changed.attempts) {
+    if (!seen.insert(id).second) continue;
+    CP_ASSIGN(auto a, tx.get_attempt(id));
+    stats_.rows_read++;
+    if (a && !is_terminal(a->state)) {
+      attempts_.insert_or_assign(id, std::move(*a));
+    } else {
+      attempts_.erase(id);
+    }
+  }
+  return {};
+}
+
+std::vector<const Task*> LiveWork::queued() const {
+  std::vector<const Task*> out;
+  for (const auto& [id, t] : tasks_) {
+    if (t.state == TaskState::Queued) out.push_back(&t);
+  }
+  std::sort(out.begin(), out.end(), [](const Task* a, const Task* b) {
+    return a->created_at != b->created_at ? a->created_at < b->created_at : a->id < b->id;
+  });
+  return out;
+}
+
+const Task* LiveWork::task(const std::string& id) const {
+  auto it = tasks_.find(id);
+  return it == tasks_.end() ? nullptr : &it->second;
+}
+
+std::vector<const Attempt*> LiveWork::attempts() const {
+  std::vector<const Attempt*> out;
+  out.reserve(attempts_.size());
+  for (const auto& [id, a] : attempts_) out.push_back(&a);
+  std::sort(out.begin(), out.end(), [](const Attempt* a, const Attempt* b) {
+    return a->cluster_id != b->cluster_id ? a->cluster_id < b->cluster_id : a->id < b->id;
+  });
+  return out;
+}
+
+}  // namespace cp

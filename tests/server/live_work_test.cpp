@@ -1,0 +1,135 @@
+#include "server/live_work.h"
+
+#include <gtest/gtest.h>
+
+#include "store/store.h"
+
+namespace cp {
+namespace {
+
+Task task(const std::string& id, TaskState state, Millis created_at = 1000) {
+  Task t;
+  t.id = id;
+  t.pipeline_id = "p-1";
+  t.name = id;
+  t.project_group = "pa";
+  t.resource_group = "rg-a";
+  t.state = state;
+  t.created_at = t.updated_at = created_at;
+  return t;
+}
+
+Attempt attempt(const std::string& task_id, AttemptState state, const std::string& cluster = "c1") {
+  Attempt a;
+  a.id = task_id + ".1";
+  a.task_id = task_id;
+  a.number = 1;
+  a.epoch = 1;
+  a.cluster_id = cluster;
+  a.state = state;
+  return a;
+}
+
+class LiveWorkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = std::move(open_store("sqlite::memory:")).value();
+    ASSERT_TRUE(store_->migrate().ok());
+  }
+  void write(const std::function<Status(Tx&)>& body) { ASSERT_TRUE(store_->write(body).ok()); }
+  void refresh(Millis now = 10'000) {
+    const auto mark = LiveWork::mark(*store_);
+    ASSERT_TRUE(store_->read([&](Tx& tx) { return live_.refresh(tx, store_->changes(), mark, now); }).ok());
+  }
+  std::vector<std::string> queued_ids() const {
+    std::vector<std::string> out;
+    for (const Task* t : live_.queued()) out.push_back(t->id);
+    return out;
+  }
+  std::vector<std::string> attempt_ids() const {
+    std::vector<std::string> out;
+    for (const Attempt* a : live_.attempts()) out.push_back(a->id);
+    return out;
+  }
+
+  std::unique_ptr<Store> store_;
+  LiveWork live_;
+};
+
+TEST_F(LiveWorkTest, ReadsEverythingFirstThenOnlyWhatChanged) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-b", TaskState::Queued, 2000)));
+    CP_TRY(tx.insert_task(task("t-a", TaskState::Queued, 2000)));
+    CP_TRY(tx.insert_task(task("t-old", TaskState::Queued, 1000)));
+    return tx.insert_task(task("t-done", TaskState::Succeeded));
+  });
+  refresh();
+  EXPECT_EQ(live_.stats().full_reads, 1);
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-old", "t-a", "t-b"}));  // by (created_at, id)
+  EXPECT_EQ(live_.task("t-done"), nullptr);
+
+  // t-a placed: its task and its new attempt are the only rows read again.
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.update_task(task("t-a", TaskState::Dispatched, 2000)));
+    return tx.insert_attempt(attempt("t-a", AttemptState::Dispatched));
+  });
+  refresh();
+  EXPECT_EQ(live_.stats().full_reads, 1);
+  EXPECT_EQ(live_.stats().rows_read, 2);
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-old", "t-b"}));
+  EXPECT_EQ(attempt_ids(), (std::vector<std::string>{"t-a.1"}));
+  ASSERT_NE(live_.task("t-a"), nullptr);
+  EXPECT_EQ(live_.task("t-a")->state, TaskState::Dispatched);
+
+  // It ends: both leave the live work.
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.update_task(task("t-a", TaskState::Succeeded, 2000)));
+    return tx.update_attempt(attempt("t-a", AttemptState::Succeeded));
+  });
+  refresh();
+  EXPECT_TRUE(attempt_ids().empty());
+  EXPECT_EQ(live_.task("t-a"), nullptr);
+
+  // Nothing changed: nothing read.
+  refresh();
+  EXPECT_EQ(live_.stats().rows_read, 0);
+  EXPECT_EQ(live_.stats().full_reads, 1);
+}
+
+TEST_F(LiveWorkTest, AWriteAfterTheMarkIsReadByTheNextRefresh) {
+  refresh();
+  const auto mark = LiveWork::mark(*store_);
+  write([](Tx& tx) { return tx.insert_task(task("t-late", TaskState::Queued)); });
+  // This read may or may not see it; the next must.
+  ASSERT_TRUE(store_->read([&](Tx& tx) { return live_.refresh(tx, store_->changes(), mark, 10'000); }).ok());
+  refresh();
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-late"}));
+}
+
+TEST_F(LiveWorkTest, ReadsEverythingAgainPeriodically) {
+  refresh(10'000);
+  EXPECT_EQ(live_.stats().full_reads, 1);
+  refresh(10'000 + LiveWork::kFullReadEveryMs - 1);
+  EXPECT_EQ(live_.stats().full_reads, 1);
+  refresh(10'000 + LiveWork::kFullReadEveryMs);
+  EXPECT_EQ(live_.stats().full_reads, 2);
+  // Not when told not to (inside the apply's write transaction).
+  const Millis later = 10'000 + 3 * LiveWork::kFullReadEveryMs;
+  ASSERT_TRUE(store_->write([&](Tx& tx) {
+                      return live_.refresh(tx, store_->changes(), LiveWork::mark(*store_), later, false);
+                    })
+                  .ok());
+  EXPECT_EQ(live_.stats().full_reads, 2);
+}
+
+TEST_F(LiveWorkTest, WithoutAJournalEveryRefreshReadsEverything) {
+  write([](Tx& tx) { return tx.insert_task(task("t-1", TaskState::Queued)); });
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store_->read([&](Tx& tx) { return live_.refresh(tx, nullptr, 0, 10'000); }).ok());
+  }
+  EXPECT_EQ(live_.stats().full_reads, 3);
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-1"}));
+}
+
+}  // namespace
+}  // namespace cp

@@ -1,0 +1,113 @@
+// Conformance: the change journal (store/change_journal.h). Every write()
+// publishes the task and attempt ids it wrote before it returns; reads
+// publish nothing.
+#include <algorithm>
+#include <thread>
+
+#include "store_conformance.h"
+
+namespace cp::testing {
+namespace {
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST_P(StoreTest, AWritePublishesTheTaskAndAttemptIdsItWroteBeforeItReturns) {
+  ChangeJournal* journal = store_->changes();
+  ASSERT_NE(journal, nullptr);
+  ChangedRows drained;
+  (void)journal->take(journal->last(), drained);  // whatever migrate() or set-up did
+
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(make_task("t-1", 1000)));
+    CP_TRY(tx.insert_task(make_task("t-2", 1000)));
+    return tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Dispatched));
+  });
+  write([](Tx& tx) -> Status {
+    Task t = make_task("t-2", 1000, TaskState::Running);
+    CP_TRY(tx.update_task(t));
+    Attempt a = make_attempt("t-1", 1, "c-east", AttemptState::Running);
+    return tx.update_attempt(a);
+  });
+  write([](Tx& tx) { return tx.set_meta("k", "v"); });  // no task nor attempt
+  (void)read([](Tx& tx) { return tx.get_task("t-1"); });
+
+  ChangedRows got;
+  EXPECT_TRUE(journal->take(journal->last(), got));
+  EXPECT_EQ(sorted(got.tasks), (std::vector<std::string>{"t-1", "t-2", "t-2"}));
+  EXPECT_EQ(got.attempts, (std::vector<std::string>{"t-1.1", "t-1.1"}));
+  ChangedRows again;
+  EXPECT_TRUE(journal->take(journal->last(), again));
+  EXPECT_TRUE(again.empty());  // taken once
+}
+
+TEST_P(StoreTest, ConcurrentWritersEachPublishTheirIds) {
+  ChangeJournal* journal = store_->changes();
+  ASSERT_NE(journal, nullptr);
+  constexpr int kThreads = 4, kEach = 25;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kThreads; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kEach; ++i) {
+        const std::string id = "t-" + std::to_string(w) + "-" + std::to_string(i);
+        EXPECT_OK(store_->write([&](Tx& tx) { return tx.insert_task(make_task(id, 1000)); }));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ChangedRows got;
+  EXPECT_TRUE(journal->take(journal->last(), got));
+  std::vector<std::string> want;
+  for (int w = 0; w < kThreads; ++w) {
+    for (int i = 0; i < kEach; ++i) want.push_back("t-" + std::to_string(w) + "-" + std::to_string(i));
+  }
+  EXPECT_EQ(sorted(got.tasks), sorted(want));
+}
+
+TEST_P(StoreTest, ARolledBackWriteMayPublishItsIdsButChangesNothing) {
+  // Published either way (a COMMIT with a lost connection may have committed);
+  // a reader that reads those rows again finds the truth.
+  ChangeJournal* journal = store_->changes();
+  ASSERT_NE(journal, nullptr);
+  EXPECT_FALSE(store_->write([](Tx& tx) -> Status {
+                       CP_TRY(tx.insert_task(make_task("t-gone", 1000)));
+                       return Error{"refused", 409, "no", "不", {}};
+                     })
+                   .ok());
+  ChangedRows got;
+  EXPECT_TRUE(journal->take(journal->last(), got));
+  for (const auto& id : got.tasks) EXPECT_EQ(id, "t-gone");
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_task("t-gone"); }), std::nullopt);
+}
+
+TEST(ChangeJournalTest, DropsTheOldestPastItsBoundAndSaysSo) {
+  ChangeJournal journal(3);
+  journal.publish(ChangedRows{{"a", "b"}, {}});
+  journal.publish(ChangedRows{{"c"}, {"c.1"}});  // 4 ids: "a", "b" dropped
+  ChangedRows got;
+  EXPECT_FALSE(journal.take(journal.last(), got));
+  EXPECT_EQ(got.tasks, (std::vector<std::string>{"c"}));
+  EXPECT_EQ(got.attempts, (std::vector<std::string>{"c.1"}));
+  journal.publish(ChangedRows{{"d"}, {}});
+  ChangedRows next;
+  EXPECT_TRUE(journal.take(journal.last(), next));  // complete again
+  EXPECT_EQ(next.tasks, (std::vector<std::string>{"d"}));
+}
+
+TEST(ChangeJournalTest, TakesOnlyUpToTheMark) {
+  ChangeJournal journal;
+  journal.publish(ChangedRows{{"a"}, {}});
+  const auto mark = journal.last();
+  journal.publish(ChangedRows{{"b"}, {}});
+  ChangedRows got;
+  EXPECT_TRUE(journal.take(mark, got));
+  EXPECT_EQ(got.tasks, (std::vector<std::string>{"a"}));
+  ChangedRows rest;
+  EXPECT_TRUE(journal.take(journal.last(), rest));
+  EXPECT_EQ(rest.tasks, (std::vector<std::string>{"b"}));
+}
+
+}  // namespace
+}  // namespace cp::testing
