@@ -38,10 +38,27 @@ bool borrows_what_is_asked(const CycleState& state, const RunningWork& w, const 
   return false;
 }
 
-std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
+// A candidate with its sort key, read once: reclaim first; lowest priority;
+// checkpointed first; latest start; attempt id.
+struct Ranked {
+  bool not_reclaim;
+  int priority;
+  bool not_checkpoint;
+  Millis neg_started;
+  const std::string* attempt;
+  Victim victim;
+};
+
+bool cheaper(const Ranked& a, const Ranked& b) {
+  return std::tie(a.not_reclaim, a.priority, a.not_checkpoint, a.neg_started, *a.attempt) <
+         std::tie(b.not_reclaim, b.priority, b.not_checkpoint, b.neg_started, *b.attempt);
+}
+
+// Unordered: victims_for takes them cheapest first from a heap, since it
+// seldom needs more than a few of hundreds.
+std::vector<Ranked> candidates(const CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
                                bool reclaim_ok, bool priority_ok) {
   const Task& task = *c.task;
-  std::vector<Victim> out;
   // Short of nodes: only work on a node the task could use at all frees room for it.
   // Per node: -1 not asked yet, else whether it could take the task at all.
   std::vector<signed char> usable_node(state.nodes().size(), -1);
@@ -53,16 +70,6 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
       if (usable == 1) return true;
     }
     return false;
-  };
-  // Each with its sort key, read once: reclaim first; lowest priority;
-  // checkpointed first; latest start; attempt id.
-  struct Ranked {
-    bool not_reclaim;
-    int priority;
-    bool not_checkpoint;
-    Millis neg_started;
-    const std::string* attempt;
-    Victim victim;
   };
   std::vector<Ranked> ranked;
   for (const auto& cluster : c.clusters.usable) {
@@ -86,19 +93,13 @@ std::vector<Victim> candidates(const CycleState& state, const TaskContext& c, co
       ranked.push_back({!reclaim, work.priority, !work.checkpoint, -work.started_at, &work.attempt_id, {w, reclaim}});
     }
   }
-  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    return std::tie(a.not_reclaim, a.priority, a.not_checkpoint, a.neg_started, *a.attempt) <
-           std::tie(b.not_reclaim, b.priority, b.not_checkpoint, b.neg_started, *b.attempt);
-  });
-  out.reserve(ranked.size());
-  for (const Ranked& r : ranked) out.push_back(r.victim);
-  return out;
+  return ranked;
 }
 
 // Victims for one shape, or nullopt. Leaves the quota book as it found it.
 std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
                                      bool reclaim_ok, bool priority_ok, int max_victims) {
-  std::vector<Victim> pool = candidates(state, c, request, blocked, reclaim_ok, priority_ok);
+  std::vector<Ranked> pool = candidates(state, c, request, blocked, reclaim_ok, priority_ok);
   if (pool.empty()) return std::nullopt;
   Overlay overlay(state);
   std::vector<Victim> chosen;
@@ -117,8 +118,15 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
     }
     return false;
   };
-  for (const Victim& v : pool) {
+  // Cheapest first (a total order: attempt ids are unique, so the same
+  // sequence a full sort gives).
+  auto costlier = [](const Ranked& a, const Ranked& b) { return cheaper(b, a); };
+  std::make_heap(pool.begin(), pool.end(), costlier);
+  for (auto left = pool.end(); left != pool.begin();) {
     if (static_cast<int>(chosen.size()) >= max_victims) break;
+    std::pop_heap(pool.begin(), left, costlier);
+    --left;
+    const Victim v = left->victim;
     state.take_out(v.work, overlay);
     chosen.push_back(v);
     // Short of nodes: the victim's cluster is the one that changed. Short of
