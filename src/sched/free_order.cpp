@@ -64,31 +64,23 @@ FreeOrder::Placed FreeOrder::placed_of(std::size_t node, const NodeView& view, c
   return p;
 }
 
-void FreeOrder::insert(std::size_t node, const NodeView& view, const Placed& p) {
+void FreeOrder::file(std::size_t node, const NodeView& view, const Placed& p, bool add) {
+  auto file_in = [add](std::vector<Entry>& v, const Entry& e) { add ? insert_sorted(v, e) : erase_sorted(v, e); };
   for (std::uint64_t b = bits_[node]; b != 0; b &= b - 1) {
     std::size_t at = view.cluster_rank * types_ + static_cast<std::size_t>(std::countr_zero(b));
-    insert_sorted(all_[at], p.gpu);
-    if (p.single) insert_sorted(single_[at], p.gpu);
+    file_in(all_[at], p.gpu);
+    if (p.single) file_in(single_[at], p.gpu);
   }
-  insert_sorted(cpu_[view.cluster_rank], p.cpu);
-}
-
-void FreeOrder::erase(std::size_t node, const NodeView& view, const Placed& p) {
-  for (std::uint64_t b = bits_[node]; b != 0; b &= b - 1) {
-    std::size_t at = view.cluster_rank * types_ + static_cast<std::size_t>(std::countr_zero(b));
-    erase_sorted(all_[at], p.gpu);
-    if (p.single) erase_sorted(single_[at], p.gpu);
-  }
-  erase_sorted(cpu_[view.cluster_rank], p.cpu);
+  file_in(cpu_[view.cluster_rank], p.cpu);
 }
 
 void FreeOrder::update(std::size_t node, const NodeView& view, const NodeLoad& load) {
   Placed now = placed_of(node, view, load);
   const Placed& was = placed_[node];
   if (now.gpu.same_key(was.gpu) && now.cpu.same_key(was.cpu) && now.gpu.holder == was.gpu.holder) return;
-  erase(node, view, was);
+  file(node, view, was, /*add=*/false);
   placed_[node] = now;
-  insert(node, view, now);
+  file(node, view, now, /*add=*/true);
 }
 
 }  // namespace cp::sched

@@ -59,8 +59,8 @@ class FreeOrder {
     bool single = false;
   };
   Placed placed_of(std::size_t node, const NodeView& view, const NodeLoad& load) const;
-  void insert(std::size_t node, const NodeView& view, const Placed& p);
-  void erase(std::size_t node, const NodeView& view, const Placed& p);
+  // Adds `p` to (or removes it from) every order the node is in.
+  void file(std::size_t node, const NodeView& view, const Placed& p, bool add);
 
   std::size_t types_;
   std::vector<std::vector<Entry>> all_;     // [cluster * types_ + type], sorted
