@@ -1,6 +1,7 @@
 #include "server/live_work.h"
 
 #include <algorithm>
+#include <set>
 #include <string_view>
 #include <unordered_set>
 
@@ -8,18 +9,9 @@ namespace cp {
 
 namespace {
 
-bool live(TaskState s) {
-  switch (s) {
-    case TaskState::Queued:
-    case TaskState::Admitted:
-    case TaskState::Dispatched:
-    case TaskState::Running:
-    case TaskState::Preempting:
-      return true;
-    default:
-      return false;
-  }
-}
+// Queued, or holding resources: the tasks the scheduler reads.
+const std::set<TaskState> kLive = {TaskState::Queued, TaskState::Admitted, TaskState::Dispatched,
+                                   TaskState::Running, TaskState::Preempting};
 
 }  // namespace
 
@@ -48,8 +40,7 @@ Status LiveWork::refresh(Tx& tx, ChangeJournal* journal, std::uint64_t mark, Mil
 Status LiveWork::read_everything(Tx& tx, Millis now) {
   tasks_.clear();
   attempts_.clear();
-  CP_ASSIGN(auto tasks, tx.tasks_in_states({TaskState::Queued, TaskState::Admitted, TaskState::Dispatched,
-                                            TaskState::Running, TaskState::Preempting}));
+  CP_ASSIGN(auto tasks, tx.tasks_in_states(kLive));
   CP_ASSIGN(auto attempts, tx.active_attempts(""));
   stats_.rows_read = static_cast<std::int64_t>(tasks.size() + attempts.size());
   for (auto& t : tasks) {
@@ -72,7 +63,7 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
     if (!seen.insert(id).second) continue;
     CP_ASSIGN(auto t, tx.get_task(id));
     stats_.rows_read++;
-    if (t && live(t->state)) {
+    if (t && kLive.contains(t->state)) {
       tasks_.insert_or_assign(id, std::move(*t));
     } else {
       tasks_.erase(id);
