@@ -39,6 +39,47 @@ Status write_atomic(const std::string& path, std::string_view data, mode_t mode,
   return ok_status();
 }
 
+Status append_record(const std::string& path, std::string_view record, mode_t mode, std::size_t compact_bytes) {
+  if (record.find('\n') != std::string_view::npos) return errors::internal("a record for " + path + " holds a newline");
+  std::string line;
+  line.reserve(record.size() + 2);
+  line += '\n';
+  line += record;
+  line += '\n';
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode);
+  if (fd < 0) return errors::internal("cannot write " + path + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < line.size()) {
+    ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return errors::internal("cannot write " + path + ": " + std::strerror(err));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  struct stat st {};
+  const bool big = ::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) > compact_bytes;
+  ::close(fd);
+  if (big) return write_atomic(path, line, mode, Durability::process_crash);
+  return ok_status();
+}
+
+std::vector<std::string> read_records(const std::string& path) {
+  std::vector<std::string> out;
+  auto text = read_all(path);
+  if (!text) return out;
+  std::string_view rest(*text);
+  while (!rest.empty()) {
+    auto nl = rest.rfind('\n');
+    std::string_view line = nl == std::string_view::npos ? rest : rest.substr(nl + 1);
+    if (!line.empty()) out.emplace_back(line);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(0, nl);
+  }
+  return out;
+}
+
 std::optional<std::string> read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;

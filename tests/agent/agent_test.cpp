@@ -281,6 +281,7 @@ class AgentTest : public ::testing::Test {
     LocalExecutorConfig c;
     c.data_dir = dir_.path();
     c.nvml_library = "";
+    c.shim_program = CUBEPLANE_SHIM;  // as `cubeplane agent` has it
     return c;
   }
   AgentConfig agent_config() {

@@ -6,13 +6,16 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "agent/executors/host_probe.h"
+#include "agent/executors/shim.h"
 #include "agent/executors/supervised_process.h"
 #include "test_util.h"
 
@@ -70,12 +73,16 @@ std::string all_logs(LocalExecutor& ex, const std::string& id, int replica = 0) 
   return out;
 }
 
-class LocalExecutorTest : public ::testing::Test {
+// Every test runs twice: with the cubeplane-shim program as the supervisor
+// (what `cubeplane` uses, the program being beside it) and with a fork of
+// the agent (without the program).
+class LocalExecutorTest : public ::testing::TestWithParam<bool> {
  protected:
   LocalExecutorConfig config() {
     LocalExecutorConfig c;
     c.data_dir = dir_.path();
     c.nvml_library = "";
+    c.shim_program = GetParam() ? CUBEPLANE_SHIM : "";
     return c;
   }
   // Leaves no process behind, whatever a test did.
@@ -95,7 +102,7 @@ class LocalExecutorTest : public ::testing::Test {
 };
 
 // A failing command ends Failed with its exit code, and its output is in the log.
-TEST_F(LocalExecutorTest, FailedCommandReportsExitCodeAndLog) {
+TEST_P(LocalExecutorTest, FailedCommandReportsExitCodeAndLog) {
   LocalExecutor ex(config());
   ASSERT_TRUE(ex.start(order_for("t-fail", 1, sh("echo hi; exit 3"))).ok());
   auto r = wait_terminal(ex, "t-fail.1");
@@ -117,7 +124,7 @@ TEST_F(LocalExecutorTest, FailedCommandReportsExitCodeAndLog) {
 // and resident memory, reported with every poll and in the final report.
 // The command holds 64 MiB in a shell variable and spins on one core until
 // the test creates "stop".
-TEST_F(LocalExecutorTest, UseOfEachReplicaIsSampledFromItsProcessGroup) {
+TEST_P(LocalExecutorTest, UseOfEachReplicaIsSampledFromItsProcessGroup) {
   auto cfg = config();
   cfg.use_sample_ms = 100;
   LocalExecutor ex(cfg);
@@ -150,7 +157,7 @@ TEST_F(LocalExecutorTest, UseOfEachReplicaIsSampledFromItsProcessGroup) {
 }
 
 // A zero exit of every replica is Succeeded with exit code 0.
-TEST_F(LocalExecutorTest, SuccessfulCommand) {
+TEST_P(LocalExecutorTest, SuccessfulCommand) {
   LocalExecutor ex(config());
   ASSERT_TRUE(ex.start(order_for("t-ok", 1, {"true"})).ok());
   auto r = wait_terminal(ex, "t-ok.1");
@@ -159,7 +166,7 @@ TEST_F(LocalExecutorTest, SuccessfulCommand) {
 }
 
 // A command killed by a signal reports 128+N and says which signal.
-TEST_F(LocalExecutorTest, KilledBySignalIsReportedAsShellDoes) {
+TEST_P(LocalExecutorTest, KilledBySignalIsReportedAsShellDoes) {
   LocalExecutor ex(config());
   ASSERT_TRUE(ex.start(order_for("t-sig", 1, sh("kill -KILL $$"))).ok());
   auto r = wait_terminal(ex, "t-sig.1");
@@ -169,7 +176,7 @@ TEST_F(LocalExecutorTest, KilledBySignalIsReportedAsShellDoes) {
 }
 
 // A command that cannot be found fails with 127 and says why in its log.
-TEST_F(LocalExecutorTest, MissingCommandFailsWith127) {
+TEST_P(LocalExecutorTest, MissingCommandFailsWith127) {
   LocalExecutor ex(config());
   ASSERT_TRUE(ex.start(order_for("t-missing", 1, {"cubeplane-no-such-command"})).ok());
   auto r = wait_terminal(ex, "t-missing.1");
@@ -179,7 +186,7 @@ TEST_F(LocalExecutorTest, MissingCommandFailsWith127) {
 }
 
 // Ids that cannot be directory names are refused; a bad order becomes a Failed attempt.
-TEST_F(LocalExecutorTest, BadOrders) {
+TEST_P(LocalExecutorTest, BadOrders) {
   LocalExecutor ex(config());
   auto bad = order_for("t-x", 1, {"true"});
   bad.attempt_id = "../escape";
@@ -194,7 +201,7 @@ TEST_F(LocalExecutorTest, BadOrders) {
 // The orders of one sync start together: one status per order, in order;
 // a refused one and a bad one do not hold up the others, a repeat is a
 // no-op, and every replica of a gang runs in its own process group.
-TEST_F(LocalExecutorTest, OrdersOfOneSyncStartTogether) {
+TEST_P(LocalExecutorTest, OrdersOfOneSyncStartTogether) {
   LocalExecutor ex(config());
   auto gang = order_for("t-gang", 1, sh("echo $CUBEPLANE_REPLICA > \"$CUBEPLANE_CHECKPOINT_DIR/r$CUBEPLANE_REPLICA\""));
   gang.placements = {ReplicaPlacement{0, "node-a", {}}, ReplicaPlacement{1, "node-a", {}}};
@@ -221,7 +228,7 @@ TEST_F(LocalExecutorTest, OrdersOfOneSyncStartTogether) {
 
 // A running replica has a descriptor that becomes readable when it ends
 // (the agent waits on it during a long-poll); once the end is seen, it is gone.
-TEST_F(LocalExecutorTest, ARunningReplicasExitDescriptorBecomesReadableWhenItEnds) {
+TEST_P(LocalExecutorTest, ARunningReplicasExitDescriptorBecomesReadableWhenItEnds) {
   LocalExecutor ex(config());
   ASSERT_TRUE(ex.start(order_for("t-fd", 1, sh("while [ ! -f go ]; do sleep 0.01; done"))).ok());
   auto fds = ex.exit_fds();
@@ -236,7 +243,7 @@ TEST_F(LocalExecutorTest, ARunningReplicasExitDescriptorBecomesReadableWhenItEnd
 
 // Each replica sees the platform's variables; attempt 2 of a task resumes in the
 // same checkpoint directory and is told so.
-TEST_F(LocalExecutorTest, EnvironmentAndSharedCheckpointDir) {
+TEST_P(LocalExecutorTest, EnvironmentAndSharedCheckpointDir) {
   LocalExecutor ex(config());
   auto first =
       order_for("t-env", 1, sh("env > \"$CUBEPLANE_CHECKPOINT_DIR/env.1\"; pwd > \"$CUBEPLANE_CHECKPOINT_DIR/pwd\""));
@@ -272,7 +279,7 @@ TEST_F(LocalExecutorTest, EnvironmentAndSharedCheckpointDir) {
 }
 
 // stop() ends the whole process group: a child the command spawned dies too.
-TEST_F(LocalExecutorTest, StopKillsTheProcessGroup) {
+TEST_P(LocalExecutorTest, StopKillsTheProcessGroup) {
   LocalExecutor ex(config());
   ASSERT_TRUE(ex.start(order_for("t-stop", 1, sh("sleep 300 & echo $! > child.pid; wait"))).ok());
   int child = 0;
@@ -288,7 +295,7 @@ TEST_F(LocalExecutorTest, StopKillsTheProcessGroup) {
 }
 
 // A command that ignores SIGTERM is SIGKILLed once the grace is over.
-TEST_F(LocalExecutorTest, SigtermIgnoredIsKilledAfterGrace) {
+TEST_P(LocalExecutorTest, SigtermIgnoredIsKilledAfterGrace) {
   LocalExecutor ex(config());
   ASSERT_TRUE(ex.start(order_for("t-stubborn", 1, sh("trap '' TERM; echo ready; while :; do sleep 0.05; done"))).ok());
   ASSERT_TRUE(wait_until([&] { return slurp(dir_.path() + "/attempts/t-stubborn.1/r0.log") == "ready\n"; }));
@@ -305,7 +312,7 @@ TEST_F(LocalExecutorTest, SigtermIgnoredIsKilledAfterGrace) {
 }
 
 // start() of an attempt it already runs is a no-op: one process, not two.
-TEST_F(LocalExecutorTest, StartTwiceRunsOnce) {
+TEST_P(LocalExecutorTest, StartTwiceRunsOnce) {
   LocalExecutor ex(config());
   auto o = order_for("t-twice", 1,
                      sh("echo started >> \"$CUBEPLANE_CHECKPOINT_DIR/count\"; "
@@ -324,7 +331,7 @@ TEST_F(LocalExecutorTest, StartTwiceRunsOnce) {
 
 // A new executor on the same data dir adopts a running attempt (the agent
 // died, its processes did not) and reports its end; it does not rerun it.
-TEST_F(LocalExecutorTest, AdoptsRunningAttemptAfterRestart) {
+TEST_P(LocalExecutorTest, AdoptsRunningAttemptAfterRestart) {
   auto o = order_for("t-adopt", 1, sh("while [ ! -f go ]; do sleep 0.02; done; echo done"));
   std::vector<int> groups;
   {
@@ -346,7 +353,7 @@ TEST_F(LocalExecutorTest, AdoptsRunningAttemptAfterRestart) {
 }
 
 // An attempt that ended while no executor was around is found finished.
-TEST_F(LocalExecutorTest, FindsAttemptThatEndedWhileAway) {
+TEST_P(LocalExecutorTest, FindsAttemptThatEndedWhileAway) {
   auto o = order_for("t-away", 1, sh("while [ ! -f go ]; do sleep 0.02; done; exit 5"));
   {
     LocalExecutor first(config());
@@ -362,7 +369,7 @@ TEST_F(LocalExecutorTest, FindsAttemptThatEndedWhileAway) {
 
 // A journaled replica whose supervisor is gone and left no exit file is
 // lost (the server runs the task again), and what is left of its process group is killed (no orphans).
-TEST_F(LocalExecutorTest, ReplicaGoneWithoutExitFileIsLost) {
+TEST_P(LocalExecutorTest, ReplicaGoneWithoutExitFileIsLost) {
   auto o = order_for("t-lost", 1, sh("sleep 300 & echo $! > child.pid; wait"));
   {
     LocalExecutor first(config());
@@ -370,7 +377,7 @@ TEST_F(LocalExecutorTest, ReplicaGoneWithoutExitFileIsLost) {
   }
   int child = 0;
   ASSERT_TRUE(wait_until([&] { return (child = read_pid(work("t-lost.1") + "/child.pid")) > 0; }));
-  auto journal = decode_json<LocalExecutor::AttemptRecord>(slurp(dir_.path() + "/attempts/t-lost.1/journal.json"));
+  auto journal = LocalExecutor::read_journal(dir_.path() + "/attempts/t-lost.1/journal.json");
   ASSERT_TRUE(journal.ok());
   ASSERT_EQ(journal->replicas.size(), 1u);
   const int shim = journal->replicas[0].shim_pid;
@@ -388,9 +395,49 @@ TEST_F(LocalExecutorTest, ReplicaGoneWithoutExitFileIsLost) {
   EXPECT_TRUE(wait_until([&] { return process_gone(child); })) << "orphan " << child << " left running";
 }
 
+// The agent died after releasing the shim but before it took the command's
+// pgid: the journal has none. When the shim dies too, the command's
+// children are found by the attempt id in their environment, and killed.
+TEST_P(LocalExecutorTest, OrphanOfAReplicaWithoutAJournaledPgidIsFound) {
+  auto o = order_for("t-nopg", 1, sh("sleep 300 & echo $! > child.pid; wait"));
+  {
+    LocalExecutor first(config());
+    ASSERT_TRUE(first.start(o).ok());
+  }
+  int child = 0;
+  ASSERT_TRUE(wait_until([&] { return (child = read_pid(work("t-nopg.1") + "/child.pid")) > 0; }));
+  const std::string journal_path = dir_.path() + "/attempts/t-nopg.1/journal.json";
+  auto journal = LocalExecutor::read_journal(journal_path);
+  ASSERT_TRUE(journal.ok());
+  const int shim = journal->replicas.at(0).shim_pid;
+  journal->replicas[0].pgid = 0;
+  {
+    std::ofstream out(journal_path, std::ios::app);  // as the agent appends, a torn line first
+    out << "{\"version\":1,\"order\":{\"attem\n" << dump(to_json(*journal)) << "\n";
+  }
+  ASSERT_EQ(::kill(shim, SIGKILL), 0);
+  ASSERT_TRUE(wait_until([&] { return process_gone(shim); }));
+  ASSERT_FALSE(process_gone(child));
+
+  LocalExecutor second(config());
+  EXPECT_EQ(wait_terminal(second, "t-nopg.1").state, AttemptState::Lost);
+  EXPECT_TRUE(wait_until([&] { return process_gone(child); })) << "orphan " << child << " left running";
+}
+
+// A stop that comes right after the start, before any poll took the pgid,
+// still reaches the command.
+TEST_P(LocalExecutorTest, StopRightAfterStartReachesTheCommand) {
+  LocalExecutor ex(config());
+  ASSERT_TRUE(ex.start(order_for("t-quick", 1, sh("exec sleep 300"))).ok());
+  ex.stop("t-quick.1", "cancel", 30);
+  auto r = wait_terminal(ex, "t-quick.1");
+  EXPECT_EQ(r.state, AttemptState::Cancelled);
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.message;
+}
+
 // Gang semantics: when one replica fails, its siblings are stopped and the
 // attempt reports the first failure.
-TEST_F(LocalExecutorTest, GangFailureStopsSiblings) {
+TEST_P(LocalExecutorTest, GangFailureStopsSiblings) {
   LocalExecutor ex(config());
   auto o = order_for("t-gang", 1,
                      sh("if [ \"$CUBEPLANE_REPLICA\" = 1 ]; then "
@@ -410,7 +457,7 @@ TEST_F(LocalExecutorTest, GangFailureStopsSiblings) {
 
 // Logs are read from the last shipped offset; an acked attempt stays until
 // its logs are shipped, then its directory goes and a late start is ignored.
-TEST_F(LocalExecutorTest, LogOffsetsAndForget) {
+TEST_P(LocalExecutorTest, LogOffsetsAndForget) {
   LocalExecutor ex(config());
   auto o = order_for("t-logs", 1, sh("printf 'one\\n'; while [ ! -f go ]; do sleep 0.02; done; printf 'two\\n'"));
   ASSERT_TRUE(ex.start(o).ok());
@@ -443,7 +490,7 @@ TEST_F(LocalExecutorTest, LogOffsetsAndForget) {
 }
 
 // Read sizes are bounded by the chunk size and the caller's budget.
-TEST_F(LocalExecutorTest, LogChunksAreBounded) {
+TEST_P(LocalExecutorTest, LogChunksAreBounded) {
   auto c = config();
   c.log_chunk_bytes = 1000;
   LocalExecutor ex(c);
@@ -462,7 +509,7 @@ TEST_F(LocalExecutorTest, LogChunksAreBounded) {
 }
 
 // Declared nodes: the demo fleet of two 4-GPU nodes on one machine.
-TEST_F(LocalExecutorTest, InventoryOfDeclaredNodes) {
+TEST_P(LocalExecutorTest, InventoryOfDeclaredNodes) {
   auto c = config();
   for (const char* name : {"gpu-node-1", "gpu-node-2"}) {
     DeclaredNode n;
@@ -492,7 +539,7 @@ TEST_F(LocalExecutorTest, InventoryOfDeclaredNodes) {
 }
 
 // Undeclared: this machine as one node, named after the host.
-TEST_F(LocalExecutorTest, InventoryOfThisMachine) {
+TEST_P(LocalExecutorTest, InventoryOfThisMachine) {
   LocalExecutor ex(config());
   auto nodes = ex.inventory();
   ASSERT_EQ(nodes.size(), 1u);
@@ -517,6 +564,46 @@ TEST(HostProbe, MissingNvmlIsNormal) {
   EXPECT_FALSE(nvml.available());
   EXPECT_EQ(nvml.problem(), "not installed");
   EXPECT_TRUE(nvml.devices().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Supervisor, LocalExecutorTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "ShimProgram" : "ForkedShim";
+                         });
+
+TEST(SupervisedProcess, ShimSpecRoundTripsAndRefusesDamage) {
+  shim::ShimSpec spec{{"sh", "-c", std::string("echo \0x", 8)}, {"A=1", "PATH=/bin"}, "/w", "/w/r0.log", "/w/r0.exit",
+                      {"/w", "/c/t"}};
+  const std::string bytes = shim::encode_spec(spec);
+  EXPECT_EQ(shim::spec_size(bytes), bytes.size());
+  EXPECT_EQ(shim::spec_size(bytes.substr(0, 3)), 0u);
+  shim::ShimSpec back;
+  ASSERT_TRUE(shim::decode_spec(bytes, back));
+  EXPECT_EQ(back.argv, spec.argv);
+  EXPECT_EQ(back.env, spec.env);
+  EXPECT_EQ(back.work_dir, "/w");
+  EXPECT_EQ(back.log_path, "/w/r0.log");
+  EXPECT_EQ(back.exit_path, "/w/r0.exit");
+  EXPECT_EQ(back.dirs, spec.dirs);
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    shim::ShimSpec partial;
+    EXPECT_FALSE(shim::decode_spec(bytes.substr(0, cut), partial)) << "truncated at " << cut;
+  }
+  shim::ShimSpec extra;
+  EXPECT_FALSE(shim::decode_spec(bytes + "x", extra));
+  shim::ShimSpec empty_command;
+  EXPECT_FALSE(shim::decode_spec(shim::encode_spec(shim::ShimSpec{{}, {}, "/w", "/l", "/e", {}}), empty_command));
+}
+
+// Run by hand (no gate on fd 4), the program says what it is for and runs nothing.
+TEST(SupervisedProcess, ShimProgramRefusesToRunByHand) {
+  TempDir dir;
+  const std::string out = dir.path() + "/out";
+  const std::string cmd = std::string(CUBEPLANE_SHIM) + " 4<&- >" + out + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(slurp(out).find("started by the Cubeplane agent"), std::string::npos) << slurp(out);
 }
 
 TEST(SupervisedProcess, ExitRecords) {

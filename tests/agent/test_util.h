@@ -55,7 +55,13 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-inline void touch(const std::string& path) { std::ofstream(path) << "x"; }
+// Its directory is made first: an attempt's work directory is the shim's to
+// make, and may not be there yet when start() returns.
+inline void touch(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::ofstream(path) << "x";
+}
 
 // Gone: no such process, or only a zombie left (in a container nobody may reap it).
 inline bool process_gone(int pid) {

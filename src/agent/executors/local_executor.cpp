@@ -78,6 +78,18 @@ LocalExecutor::LocalExecutor(LocalExecutorConfig config, const Clock& clock)
 
 LocalExecutor::~LocalExecutor() {
   for (const auto& [key, fd] : exit_fds_) ::close(fd);
+  // The next executor on this data dir adopts what runs: journal the pgids
+  // that shims released a moment ago are about to report (a short wait).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  for (auto& [id, a] : attempts_) {
+    bool changed = false;
+    for (std::size_t i = 0; i < a.rec.replicas.size(); ++i) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      changed = take_pgid(a, i, static_cast<int>(std::max<std::int64_t>(0, left.count()))) || changed;
+    }
+    if (changed) (void)save(a);
+    drop_reports(a);
+  }
 }
 
 void LocalExecutor::watch_exit(const std::string& attempt_id, std::size_t replica, int shim_pid) {
@@ -123,9 +135,9 @@ void LocalExecutor::load_journals() {
   for (const auto& entry : it) {
     if (!entry.is_directory(ec)) continue;
     std::string id = entry.path().filename().string();
-    auto text = agent_files::read_all(entry.path().string() + "/journal.json");
-    if (!text) continue;  // a start that died before its first journal write: nothing ran
-    auto rec = decode_json<AttemptRecord>(*text);
+    const std::string path = entry.path().string() + "/journal.json";
+    if (!fs::exists(path, ec)) continue;  // a start that died before its first journal write: nothing ran
+    auto rec = read_journal(path);
     if (!rec.ok() || rec->order.attempt_id != id) {
       spdlog::warn("local executor: ignoring unreadable journal of {}: {}", id,
                    rec.ok() ? std::string("attempt id mismatch") : rec.error().message);
@@ -145,15 +157,27 @@ void LocalExecutor::load_journals() {
   for (const auto& id : ids) maybe_remove(id);
 }
 
+Result<LocalExecutor::AttemptRecord> LocalExecutor::read_journal(const std::string& path) {
+  auto records = agent_files::read_records(path);
+  if (records.empty()) return errors::internal("the journal " + path + " is empty or unreadable");
+  Error last = errors::internal("no readable record in " + path);
+  for (const auto& text : records) {  // latest first; a torn one (the agent died writing it) is skipped
+    auto rec = decode_json<AttemptRecord>(text);
+    if (rec.ok()) return rec;
+    last = rec.error();
+  }
+  return last;
+}
+
 Status LocalExecutor::save(const Live& a) {
   const auto& id = a.rec.order.attempt_id;
   // Without fsync: the journal describes processes of this machine, and a
   // crash of the machine takes them along (after it every replica is Lost,
   // journaled or not), while the agent's own crash keeps the page cache. A
   // start writes the journal three times; fsyncs made each start several
-  // times slower.
-  auto st = agent_files::write_atomic(attempt_dir(id) + "/journal.json", dump(to_json(a.rec)), 0644,
-                                      agent_files::Durability::process_crash);
+  // times slower. Appended (agent_files::append_record), so that only the
+  // first write creates a file.
+  auto st = agent_files::append_record(attempt_dir(id) + "/journal.json", dump(to_json(a.rec)));
   if (!st.ok()) spdlog::error("local executor: journal of {}: {}", id, st.error().message);
   return st;
 }
@@ -220,22 +244,43 @@ std::vector<Status> LocalExecutor::start_all(const std::vector<StartOrder>& orde
     spawned.emplace_back(&a, spawn_shims(a));
   }
   for (auto& [a, gated] : spawned) {
-    for (auto& g : gated) {
-      if (g) open_supervised_gate(*g);
-    }
-  }
-  for (auto& [a, gated] : spawned) {
     for (std::size_t i = 0; i < gated.size(); ++i) {
       if (!gated[i]) continue;
-      await_supervised_pgid(*gated[i]);
-      a->rec.replicas[i].pgid = gated[i]->pgid;
+      open_supervised_gate(*gated[i]);
+      a->reports.emplace(i, std::move(*gated[i]));
     }
-    (void)save(*a);
+  }
+  // The pgids are taken as the shims report them (take_pgid): by refresh()
+  // in a later poll, or at once by a stop. Waiting here held the sync's
+  // whole batch back until the last shim had forked its command.
+  for (auto& [a, gated] : spawned) {
+    bool any = false;
+    for (std::size_t i = 0; i < gated.size(); ++i) any = take_pgid(*a, i, 0) || any;
+    if (any) (void)save(*a);
     spdlog::info("local executor: started attempt {} ({} replica(s))", a->rec.order.attempt_id,
                  a->rec.replicas.size());
     refresh(*a);
   }
   return out;
+}
+
+bool LocalExecutor::take_pgid(Live& a, std::size_t replica, int timeout_ms) {
+  auto it = a.reports.find(replica);
+  if (it == a.reports.end()) return false;
+  if (!await_supervised_pgid(it->second, timeout_ms)) return false;
+  auto& r = a.rec.replicas[replica];
+  const int pgid = it->second.pgid;
+  a.reports.erase(it);
+  if (pgid == 0 || r.pgid == pgid) return false;
+  r.pgid = pgid;
+  return true;
+}
+
+void LocalExecutor::drop_reports(Live& a) {
+  for (auto& [replica, p] : a.reports) {
+    if (p.report_fd >= 0) ::close(p.report_fd);
+  }
+  a.reports.clear();
 }
 
 Result<LocalExecutor::Live*> LocalExecutor::record_start(const StartOrder& order) {
@@ -261,8 +306,7 @@ Result<LocalExecutor::Live*> LocalExecutor::record_start(const StartOrder& order
     a.rec.replicas.push_back(r);
   }
   const std::string dir = attempt_dir(order.attempt_id);
-  CP_TRY(agent_files::make_dirs(dir + "/work"));
-  CP_TRY(agent_files::make_dirs(config_.data_dir + "/checkpoints/" + order.task_id));
+  CP_TRY(agent_files::make_dirs(dir));  // its work and checkpoint directories are the shims' to make
 
   // Problems of the order itself end the attempt as Failed, reported like any other end.
   std::string problem;
@@ -280,9 +324,11 @@ Result<LocalExecutor::Live*> LocalExecutor::record_start(const StartOrder& order
       r.finished_seq = ++finish_counter_;
     }
   }
-  // Journal first: should the agent die while forking, the attempt is known
-  // and never started twice (replicas without a shim pid are lost, not rerun).
-  CP_TRY(save(a));
+  // A runnable attempt is journaled once its shims are forked and still
+  // gated (spawn_shims): should the agent die before that, nothing ran and
+  // nothing is journaled, and the start order the server resends starts it
+  // afresh. One that fails at once is journaled here, to be reported.
+  if (!problem.empty()) CP_TRY(save(a));
   auto [it, inserted] = attempts_.emplace(order.attempt_id, std::move(a));
   return &it->second;
 }
@@ -300,6 +346,8 @@ std::vector<std::optional<SpawnedProcess>> LocalExecutor::spawn_shims(Live& a) {
     spec.work_dir = attempt_dir(order.attempt_id) + "/work";
     spec.log_path = log_path(order.attempt_id, r.replica);
     spec.exit_path = exit_path(order.attempt_id, r.replica);
+    spec.shim_program = config_.shim_program;
+    spec.dirs = {spec.work_dir, config_.data_dir + "/checkpoints/" + order.task_id};
     auto spawned = spawn_supervised(spec);
     if (!spawned.ok()) {
       r.outcome = "error: " + spawned.error().message;
@@ -312,13 +360,29 @@ std::vector<std::optional<SpawnedProcess>> LocalExecutor::spawn_shims(Live& a) {
     gated[i] = std::move(spawned).value();
   }
   // Journal the shims before any command may run (supervised_process.h).
-  (void)save(a);
+  // Without a journal nothing may run: the gates close unopened, the shims
+  // exit, and the attempt fails with the reason.
+  auto journaled = save(a);
+  if (!journaled.ok()) {
+    for (std::size_t i = 0; i < gated.size(); ++i) {
+      if (!gated[i]) continue;
+      ::close(gated[i]->go_fd);
+      ::close(gated[i]->report_fd);
+      gated[i].reset();
+      auto& r = a.rec.replicas[i];
+      r.outcome = "error: " + journaled.error().message;
+      r.finished_seq = ++finish_counter_;
+    }
+  }
   return gated;
 }
 
 void LocalExecutor::signal_running(Live& a, int sig) {
-  for (const auto& r : a.rec.replicas) {
+  for (std::size_t i = 0; i < a.rec.replicas.size(); ++i) {
+    auto& r = a.rec.replicas[i];
     if (!r.outcome.empty() || r.shim_pid == 0) continue;
+    // A shim released a moment ago may not have forked its command yet.
+    if (r.pgid == 0) take_pgid(a, i, 1000);
     // Only while its shim lives is the pgid surely still this replica's.
     if (supervised_alive(r.shim_pid, r.shim_start_ticks)) signal_group(r.pgid, sig);
   }
@@ -328,13 +392,15 @@ void LocalExecutor::refresh(Live& a) {
   auto& rec = a.rec;
   if (rec.terminal) return;
   bool changed = false;
-  for (auto& r : rec.replicas) {
+  for (std::size_t i = 0; i < rec.replicas.size(); ++i) {
+    auto& r = rec.replicas[i];
     if (!r.outcome.empty()) continue;
+    if (r.pgid == 0 && take_pgid(a, i, 0)) changed = true;
     // Alive first, then the exit file: the shim renames the file before it
     // exits, so a dead shim without one really died without recording.
     if (r.shim_pid != 0 && supervised_alive(r.shim_pid, r.shim_start_ticks)) {
       // Released but the agent died before journaling the pgid: ask /proc.
-      if (r.pgid == 0) {
+      if (r.pgid == 0 && !a.reports.count(i)) {
         r.pgid = supervised_child(r.shim_pid);
         if (r.pgid != 0) changed = true;
       }
@@ -347,7 +413,9 @@ void LocalExecutor::refresh(Live& a) {
       // The command's leader died with its shim (PR_SET_PDEATHSIG), but its
       // children may live on in the group: no orphans. The pgid alone is no
       // proof after a while, the attempt id in their environment is.
-      if (group_has_marker(r.pgid, "CUBEPLANE_ATTEMPT_ID=" + rec.order.attempt_id)) signal_group(r.pgid, SIGKILL);
+      const std::string marker = "CUBEPLANE_ATTEMPT_ID=" + rec.order.attempt_id;
+      if (r.pgid == 0 && r.shim_pid != 0) r.pgid = group_with_marker(marker);  // released, pgid never recorded
+      if (group_has_marker(r.pgid, marker)) signal_group(r.pgid, SIGKILL);
     }
     r.finished_seq = ++finish_counter_;
     changed = true;
@@ -407,6 +475,7 @@ void LocalExecutor::refresh(Live& a) {
     rec.finished_at = now;
     rec.terminal = true;
     rec.kill_at = 0;
+    drop_reports(a);
     changed = true;
     spdlog::info("local executor: attempt {} ended: {} {}", rec.order.attempt_id,
                  boost::describe::enum_to_string(rec.state, "?"), rec.message);
@@ -557,6 +626,7 @@ void LocalExecutor::maybe_remove(const std::string& attempt_id) {
   std::error_code ec;
   fs::remove_all(attempt_dir(attempt_id), ec);
   if (ec) spdlog::warn("local executor: cannot remove {}: {}", attempt_dir(attempt_id), ec.message());
+  drop_reports(it->second);
   attempts_.erase(it);
   forgotten_.insert(attempt_id);
 }
@@ -595,7 +665,13 @@ std::vector<int> LocalExecutor::process_groups(const std::string& attempt_id) {
   std::vector<int> out;
   auto it = attempts_.find(attempt_id);
   if (it == attempts_.end()) return out;
-  for (const auto& r : it->second.rec.replicas) out.push_back(r.pgid);
+  auto& a = it->second;
+  bool changed = false;
+  for (std::size_t i = 0; i < a.rec.replicas.size(); ++i) {
+    changed = take_pgid(a, i, 1000) || changed;  // a shim released a moment ago reports at once
+    out.push_back(a.rec.replicas[i].pgid);
+  }
+  if (changed) (void)save(a);
   return out;
 }
 

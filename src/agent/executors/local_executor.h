@@ -5,7 +5,7 @@
 // On disk, under data_dir:
 //   attempts/<attempt_id>/journal.json   the order, per replica the shim pid,
 //                                        its start time, the pgid, the outcome,
-//                                        the log offset shipped (written atomically)
+//                                        the log offset shipped (a record per line, appended)
 //   attempts/<attempt_id>/r<k>.log       stdout+stderr of replica k
 //   attempts/<attempt_id>/r<k>.exit      "exit N" | "signal N", written by the shim
 //   attempts/<attempt_id>/work/          the command's working directory
@@ -63,6 +63,9 @@ struct LocalExecutorConfig {
   // of its process group; its GPUs through NVML on a machine that has them);
   // 0 = never.
   std::int64_t use_sample_ms = 5000;
+  // The supervisor shim program (supervised_process.h); "" = each shim is a
+  // fork of this process, which is slower the bigger this process is.
+  std::string shim_program = default_shim_program();
 };
 
 class LocalExecutor final : public Executor {
@@ -88,7 +91,8 @@ class LocalExecutor final : public Executor {
   // For tests and diagnostics.
   const std::string& data_dir() const { return config_.data_dir; }
   std::string attempt_dir(const std::string& attempt_id) const;
-  // The command's process group of each replica (0 once unknown).
+  // The command's process group of each replica (0 once unknown); waits
+  // briefly for shims that have not reported theirs yet.
   std::vector<int> process_groups(const std::string& attempt_id);
   // What the attempt has used so far (reports carry it once it ended).
   ResourceUse use_so_far(const std::string& attempt_id);
@@ -123,11 +127,16 @@ class LocalExecutor final : public Executor {
     ResourceUse use;  // sampled while it ran
   };
 
+  // The latest whole record of an attempt's journal (journal.json, appended:
+  // agent_files::append_record).
+  static Result<AttemptRecord> read_journal(const std::string& path);
+
  private:
   struct Live {
     AttemptRecord rec;
     bool adopted = false;  // loaded from a journal, not started by this object
     std::map<int, std::int64_t> cpu_ticks;  // per replica pgid, at the last sample
+    std::map<std::size_t, SpawnedProcess> reports;  // by replica index: shims released, pgid not yet taken
   };
 
   void load_journals();
@@ -135,6 +144,10 @@ class LocalExecutor final : public Executor {
   void refresh(Live& a);  // observe replicas, enforce deadlines, decide the final state
   void sample_use();      // every use_sample_ms: one sample of each running replica
   void signal_running(Live& a, int sig);
+  // The pgid that replica's shim reported, waiting up to timeout_ms (0: only
+  // if it is there); whether the record changed.
+  bool take_pgid(Live& a, std::size_t replica, int timeout_ms);
+  void drop_reports(Live& a);  // closes what is left of them
   std::vector<std::string> build_env(const StartOrder& order, const ReplicaPlacement& placement) const;
   // A start order recorded and journaled; nullptr when it is known already.
   Result<Live*> record_start(const StartOrder& order);

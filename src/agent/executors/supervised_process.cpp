@@ -1,9 +1,12 @@
 #include "agent/executors/supervised_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,202 +19,9 @@
 #include <functional>
 #include <sstream>
 
+#include "agent/executors/shim.h"
+
 namespace cp {
-namespace {
-
-// ---- async-signal-safe helpers (used between fork and exec / in the shim)
-
-void safe_write(int fd, const char* s, std::size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, s, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return;
-    s += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-void safe_write_str(int fd, const char* s) { safe_write(fd, s, std::strlen(s)); }  // strlen is async-signal-safe
-
-// Decimal text of a non-negative int into buf (at least 12 chars); returns the length.
-std::size_t format_uint(int v, char* buf) {
-  char tmp[12];
-  std::size_t n = 0;
-  unsigned u = v < 0 ? 0u : static_cast<unsigned>(v);
-  do {
-    tmp[n++] = static_cast<char>('0' + u % 10);
-    u /= 10;
-  } while (u > 0 && n < sizeof(tmp));
-  for (std::size_t i = 0; i < n; ++i) buf[i] = tmp[n - 1 - i];
-  return n;
-}
-
-const char* errno_text(int err) {
-  switch (err) {
-    case ENOENT: return "no such file or directory";
-    case EACCES: return "permission denied";
-    case ENOEXEC: return "exec format error";
-    case ENOTDIR: return "not a directory";
-    case ENOMEM: return "out of memory";
-    case E2BIG: return "argument list too long";
-    case EAGAIN: return "resource temporarily unavailable";
-    default: return "error";
-  }
-}
-
-void close_fds_from(int first, int max_fd) {
-  if (::close_range(static_cast<unsigned>(first), ~0u, 0) == 0) return;
-  for (int fd = first; fd < max_fd; ++fd) ::close(fd);
-}
-
-// Everything the shim and the command need, prepared before fork().
-struct Prepared {
-  std::vector<std::string> candidates;  // paths to try for argv[0]
-  std::vector<char*> argv;
-  std::vector<char*> envp;
-  std::string exit_tmp;
-  std::string exec_error_prefix;  // "cubeplane: cannot execute sh: "
-  int max_fd = 1024;
-};
-
-[[noreturn]] void run_command(const SpawnSpec& spec, const Prepared& p, pid_t shim) {
-  ::setpgid(0, 0);
-  // Fresh signal state: the agent may block or handle signals (a server in
-  // the same process does); the command starts with defaults.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int s = 1; s < NSIG; ++s) {
-    if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);
-  }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // Should the shim itself be killed, take the command down too: no orphan.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != shim) ::_exit(127);
-
-  int log = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log >= 0) {
-    ::dup2(log, 1);
-    ::dup2(log, 2);
-  }
-  int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null >= 0) ::dup2(null, 0);
-  close_fds_from(3, p.max_fd);
-
-  if (::chdir(spec.work_dir.c_str()) != 0) {
-    int err = errno;
-    safe_write_str(2, "cubeplane: cannot enter the work directory ");
-    safe_write_str(2, spec.work_dir.c_str());
-    safe_write_str(2, ": ");
-    safe_write_str(2, errno_text(err));
-    safe_write_str(2, "\n");
-    ::_exit(127);
-  }
-  // execvp's search, by hand, so that the PATH is the command's and nothing allocates.
-  int saved = ENOENT;
-  bool denied = false;
-  for (const auto& path : p.candidates) {
-    ::execve(path.c_str(), p.argv.data(), p.envp.data());
-    int err = errno;
-    if (err == EACCES) {
-      denied = true;
-    } else if (err != ENOENT && err != ENOTDIR) {
-      saved = err;
-      break;
-    }
-  }
-  if (denied && saved == ENOENT) saved = EACCES;
-  safe_write(2, p.exec_error_prefix.data(), p.exec_error_prefix.size());
-  safe_write_str(2, errno_text(saved));
-  safe_write_str(2, "\n");
-  ::_exit(saved == EACCES ? 126 : 127);
-}
-
-void write_exit_file(const SpawnSpec& spec, const Prepared& p, bool signaled, int number) {
-  char buf[32];
-  std::size_t n = 0;
-  const char* word = signaled ? "signal " : "exit ";
-  for (const char* c = word; *c; ++c) buf[n++] = *c;
-  n += format_uint(number, buf + n);
-  buf[n++] = '\n';
-  int fd = ::open(p.exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  safe_write(fd, buf, n);
-  ::fsync(fd);
-  ::close(fd);
-  ::rename(p.exit_tmp.c_str(), spec.exit_path.c_str());
-}
-
-[[noreturn]] void run_shim(const SpawnSpec& spec, const Prepared& p, int report_fd, int go_fd) {
-  ::setsid();  // out of the agent's session: a Ctrl-C at the agent's terminal does not reach the work
-  struct sigaction act {};
-  sigemptyset(&act.sa_mask);
-  for (int s = 1; s < NSIG; ++s) {
-    if (s == SIGKILL || s == SIGSTOP) continue;
-    bool ignore = s == SIGTERM || s == SIGINT || s == SIGHUP || s == SIGQUIT || s == SIGPIPE || s == SIGUSR1 ||
-                  s == SIGUSR2 || s == SIGALRM;
-    act.sa_handler = ignore ? SIG_IGN : SIG_DFL;  // SIGCHLD stays SIG_DFL so that waitpid works
-    ::sigaction(s, &act, nullptr);
-  }
-  // The gate: run nothing until the agent has journaled this shim.
-  char go = 0;
-  ssize_t got_go = 0;
-  while ((got_go = ::read(go_fd, &go, 1)) < 0 && errno == EINTR) {
-  }
-  ::close(go_fd);
-  if (got_go != 1) ::_exit(0);  // the agent died first: never started, nothing to record
-  pid_t self = ::getpid();
-  pid_t child = ::fork();
-  if (child == 0) run_command(spec, p, self);
-  if (child < 0) {
-    int err = errno;
-    int zero = 0;
-    safe_write(report_fd, reinterpret_cast<const char*>(&zero), sizeof(zero));
-    ::close(report_fd);
-    int log = ::open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log >= 0) {
-      safe_write_str(log, "cubeplane: cannot fork: ");
-      safe_write_str(log, errno_text(err));
-      safe_write_str(log, "\n");
-      ::close(log);
-    }
-    write_exit_file(spec, p, false, 127);
-    ::_exit(0);
-  }
-  ::setpgid(child, child);  // also done by the child; whoever runs first wins the race with kill(-pgid)
-  int pgid = static_cast<int>(child);
-  safe_write(report_fd, reinterpret_cast<const char*>(&pgid), sizeof(pgid));
-  ::close(report_fd);
-  close_fds_from(3, p.max_fd);
-  ::chdir("/");
-
-  siginfo_t info{};
-  while (::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
-  }
-  ::kill(-child, SIGKILL);  // the leader is a zombie, so the group id is still ours
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) {
-    write_exit_file(spec, p, true, WTERMSIG(status));
-  } else {
-    write_exit_file(spec, p, false, WEXITSTATUS(status));
-  }
-  ::_exit(0);
-}
-
-std::string env_value(const std::vector<std::string>& env, std::string_view name) {
-  for (const auto& e : env) {
-    if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
-      return e.substr(name.size() + 1);
-    }
-  }
-  return {};
-}
-
-}  // namespace
 
 std::string ExitRecord::text() const { return (signaled ? "signal " : "exit ") + std::to_string(number); }
 
@@ -333,76 +143,141 @@ bool signal_group(int pgid, int sig) {
   return ::kill(-pgid, sig) == 0;
 }
 
+namespace {
+bool environ_has(const std::filesystem::path& dir, std::string_view marker) {
+  std::ifstream in(dir / "environ", std::ios::binary);
+  std::string var;
+  while (std::getline(in, var, '\0')) {
+    if (var == marker) return true;
+  }
+  return false;
+}
+}  // namespace
+
 bool group_has_marker(int pgid, std::string_view marker) {
   if (pgid <= 1) return false;
   return for_each_process([&](const std::filesystem::path& dir, const ProcStat& st) {
     if (st.pgrp != pgid || st.state == 'Z' || st.state == 'X') return false;
-    std::ifstream in(dir / "environ", std::ios::binary);
-    std::string var;
-    while (std::getline(in, var, '\0')) {
-      if (var == marker) return true;
-    }
-    return false;
+    return environ_has(dir, marker);
   });
+}
+
+int group_with_marker(std::string_view marker) {
+  int found = 0;
+  for_each_process([&](const std::filesystem::path& dir, const ProcStat& st) {
+    if (st.state == 'Z' || st.state == 'X' || st.pgrp <= 1 || !environ_has(dir, marker)) return false;
+    found = st.pgrp;
+    return true;
+  });
+  return found;
+}
+
+namespace {
+
+void close_all(std::initializer_list<int> fds) {
+  for (int fd : fds) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+// The shim as the agent's own fork: the whole process is copied (page tables
+// included), then the shim forks the command from that copy.
+// `agent_ends` are closed in the shim: the gate must read EOF should the agent die.
+Result<int> fork_shim(const shim::ShimPlan& plan, int report_fd, int gate_fd, std::initializer_list<int> agent_ends) {
+  pid_t pid = ::fork();
+  if (pid < 0) return errors::internal(std::string("fork failed: ") + std::strerror(errno));
+  if (pid == 0) {
+    for (int fd : agent_ends) ::close(fd);
+    shim::enter_shim();
+    char go = 0;
+    ssize_t got = 0;
+    while ((got = ::read(gate_fd, &go, 1)) < 0 && errno == EINTR) {
+    }
+    ::close(gate_fd);
+    if (got != 1) ::_exit(0);  // the agent died first: never started, nothing to record
+    shim::supervise(plan, report_fd);
+  }
+  return static_cast<int>(pid);
+}
+
+// The shim as the small cubeplane-shim program, started with posix_spawn
+// (vfork semantics: nothing of this process is copied). Its pipe ends go to
+// the fds it expects; everything else here is close-on-exec or closed by it.
+Result<int> exec_shim(const std::string& program, int report_fd, int gate_fd) {
+  // Out of the way of 3 and 4 first, so that neither dup2 below lands on the other's source.
+  int report_high = ::fcntl(report_fd, F_DUPFD_CLOEXEC, 10);
+  int gate_high = ::fcntl(gate_fd, F_DUPFD_CLOEXEC, 10);
+  if (report_high < 0 || gate_high < 0) {
+    int err = errno;
+    close_all({report_high, gate_high});
+    return errors::internal(std::string("fcntl failed: ") + std::strerror(err));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawnattr_init(&attr);
+  ::posix_spawn_file_actions_adddup2(&actions, report_high, shim::kReportFd);
+  ::posix_spawn_file_actions_adddup2(&actions, gate_high, shim::kGateFd);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  ::posix_spawnattr_setsigmask(&attr, &none);
+  ::posix_spawnattr_setsigdefault(&attr, &all);
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::string arg0 = "cubeplane-shim";
+  char* argv[] = {arg0.data(), nullptr};
+  char* envp[] = {nullptr};
+  pid_t pid = 0;
+  int rc = ::posix_spawn(&pid, program.c_str(), &actions, &attr, argv, envp);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
+  close_all({report_high, gate_high});
+  if (rc != 0) return errors::internal("cannot start the shim " + program + ": " + std::strerror(rc));
+  return static_cast<int>(pid);
+}
+
+}  // namespace
+
+std::string default_shim_program() {
+  static const std::string path = [] {
+    std::error_code ec;
+    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return std::string();
+    auto candidate = (self.parent_path() / "cubeplane-shim").string();
+    return ::access(candidate.c_str(), X_OK) == 0 ? candidate : std::string();
+  }();
+  return path;
 }
 
 Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) return errors::invalid("command", "empty command", "命令为空");
-  Prepared p;
-  const std::string& cmd = spec.argv[0];
-  if (cmd.find('/') != std::string::npos) {
-    p.candidates.push_back(cmd);
-  } else {
-    std::string path = env_value(spec.env, "PATH");
-    if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
-    std::size_t start = 0;
-    while (start <= path.size()) {
-      auto end = path.find(':', start);
-      if (end == std::string::npos) end = path.size();
-      std::string dir = path.substr(start, end - start);
-      p.candidates.push_back(dir.empty() ? cmd : dir + "/" + cmd);
-      start = end + 1;
-    }
-  }
-  std::vector<std::string> argv_copy = spec.argv;  // c_str() pointers below stay valid until we return
-  for (auto& a : argv_copy) p.argv.push_back(a.data());
-  p.argv.push_back(nullptr);
-  std::vector<std::string> env_copy = spec.env;
-  for (auto& e : env_copy) p.envp.push_back(e.data());
-  p.envp.push_back(nullptr);
-  p.exit_tmp = spec.exit_path + ".tmp";
-  p.exec_error_prefix = "cubeplane: cannot execute " + cmd + ": ";
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1'000'000) {
-    p.max_fd = static_cast<int>(rl.rlim_cur);
-  }
+  // The plan is built here, before any fork: the forked shim makes only
+  // async-signal-safe calls (shim.h).
+  auto plan = std::make_unique<shim::ShimPlan>();
+  plan->spec = shim::ShimSpec{spec.argv, spec.env, spec.work_dir, spec.log_path, spec.exit_path, spec.dirs};
+  shim::prepare(*plan);
 
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return errors::internal(std::string("pipe2 failed: ") + std::strerror(errno));
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return errors::internal(std::string("pipe2 failed: ") + std::strerror(errno));
+  // The gate is a socket so that a write to a shim that died cannot raise SIGPIPE (MSG_NOSIGNAL).
   int gate[2];
-  if (::pipe2(gate, O_CLOEXEC) != 0) {
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, gate) != 0) {
     int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return errors::internal(std::string("pipe2 failed: ") + std::strerror(err));
+    close_all({report[0], report[1]});
+    return errors::internal(std::string("socketpair failed: ") + std::strerror(err));
   }
-  pid_t shim = ::fork();
-  if (shim < 0) {
-    int err = errno;
-    for (int fd : {fds[0], fds[1], gate[0], gate[1]}) ::close(fd);
-    return errors::internal(std::string("fork failed: ") + std::strerror(err));
+  const bool exec = !spec.shim_program.empty();
+  auto shim = exec ? exec_shim(spec.shim_program, report[1], gate[1]) : fork_shim(*plan, report[1], gate[1], {report[0], gate[0]});
+  close_all({report[1], gate[1]});
+  if (!shim.ok()) {
+    close_all({report[0], gate[0]});
+    return shim.error();
   }
-  if (shim == 0) {
-    ::close(fds[0]);
-    ::close(gate[1]);
-    run_shim(spec, p, fds[1], gate[0]);
-  }
-  ::close(fds[1]);
-  ::close(gate[0]);
   SpawnedProcess out;
-  out.shim_pid = static_cast<int>(shim);
-  out.go_fd = gate[1];
-  out.report_fd = fds[0];
+  out.shim_pid = *shim;
+  out.go_fd = gate[0];
+  out.report_fd = report[0];
+  if (exec) out.gate_message = shim::encode_spec(plan->spec);
   // The shim is our child and not yet reaped, so /proc still has it even if it has already exited.
   if (auto st = read_proc_stat(out.shim_pid)) out.shim_start_ticks = st->start_ticks;
   return out;
@@ -410,14 +285,28 @@ Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
 
 void open_supervised_gate(SpawnedProcess& process) {
   if (process.go_fd < 0) return;
-  char go = 1;
-  safe_write(process.go_fd, &go, 1);
+  // A forked shim waits for one byte; cubeplane-shim for its spec, then EOF.
+  const std::string go = process.gate_message.empty() ? std::string(1, '\1') : process.gate_message;
+  std::size_t sent = 0;
+  while (sent < go.size()) {
+    ssize_t n = ::send(process.go_fd, go.data() + sent, go.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the shim is gone: it runs nothing, and the replica reads as lost
+    sent += static_cast<std::size_t>(n);
+  }
   ::close(process.go_fd);
   process.go_fd = -1;
+  process.gate_message.clear();
 }
 
-void await_supervised_pgid(SpawnedProcess& process) {
-  if (process.report_fd < 0) return;
+bool await_supervised_pgid(SpawnedProcess& process, int timeout_ms) {
+  if (process.report_fd < 0) return true;
+  pollfd pfd{process.report_fd, POLLIN, 0};
+  int ready = 0;
+  while ((ready = ::poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR) {
+  }
+  if (ready == 0) return false;
+  // Four bytes written at once (under PIPE_BUF), or EOF when the shim ended first.
   int pgid = 0;
   std::size_t got = 0;
   auto* dst = reinterpret_cast<char*>(&pgid);
@@ -430,6 +319,7 @@ void await_supervised_pgid(SpawnedProcess& process) {
   ::close(process.report_fd);
   process.report_fd = -1;
   process.pgid = got == sizeof(pgid) ? pgid : 0;
+  return true;
 }
 
 int supervised_child(int shim_pid) {

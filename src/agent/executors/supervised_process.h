@@ -13,11 +13,18 @@
 //                    ├─ waitpid(command)
 //                    └─ write "<exit>.tmp", rename to "<exit>" ("exit N" | "signal N"), _exit
 //
+// The shim is either the small `cubeplane-shim` program (SpawnSpec::
+// shim_program; posix_spawn, so nothing of the agent is copied, and the
+// command is forked from a process of a few MiB), or, without one, a fork of
+// the agent itself (the whole process, page tables included, twice per
+// replica: about 3-4 ms a start in `cubeplane up`). The shim's code is
+// shim.h's either way.
+//
 // The agent may die and come back at any point: the exit file tells how the
 // command ended; the shim's pid plus its start time (field 22 of
 // /proc/<pid>/stat) tell whether it still runs, even if the pid was reused.
-// Between fork and exec (and in the shim, which never execs) only
-// async-signal-safe calls are made: everything is prepared before fork().
+// Between fork and exec (and in a forked shim) only async-signal-safe calls
+// are made: everything is prepared before fork().
 #pragma once
 
 #include <cstdint>
@@ -37,14 +44,21 @@ struct SpawnSpec {
   std::string work_dir;           // absolute
   std::string log_path;           // absolute; appended to
   std::string exit_path;          // absolute
+  std::string shim_program;       // cubeplane-shim; "" = fork this process as the shim
+  std::vector<std::string> dirs;  // made by the shim before the command (mkdir, one level each)
 };
+
+// cubeplane-shim beside this process's executable, when it is there and
+// executable; "" otherwise (the local executor then forks itself).
+std::string default_shim_program();
 
 struct SpawnedProcess {
   int shim_pid = 0;
   int pgid = 0;  // the command's process group (= its pid); 0 until released, or when the shim could not fork it
   std::int64_t shim_start_ticks = 0;
-  int go_fd = -1;      // write end of the shim's start gate
+  int go_fd = -1;      // the agent's end of the shim's start gate
   int report_fd = -1;  // read end on which the shim reports the pgid
+  std::string gate_message;  // what opens the gate of cubeplane-shim: the spec
 };
 
 // Starts the shim, which then waits at a gate: the command is not forked
@@ -57,12 +71,15 @@ struct SpawnedProcess {
 Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec);
 
 // Releasing a shim is two calls, so that many shims can be let go at once
-// and fork their commands side by side: open the gate, then wait for the
-// shim to report the command's pgid. Failures after the fork (command not
-// found, bad work dir) end in an exit file with 127 (126: not executable)
-// and a line in the log, as a shell would.
+// and fork their commands side by side: open the gate, then take the
+// command's pgid when the shim reports it. Failures after the fork (command
+// not found, bad work dir) end in an exit file with 127 (126: not
+// executable) and a line in the log, as a shell would.
 void open_supervised_gate(SpawnedProcess& process);
-void await_supervised_pgid(SpawnedProcess& process);
+// Waits up to timeout_ms (-1: as long as it takes, 0: not at all) for the
+// report; true once settled: `pgid` is the command's, or 0 when the shim
+// ended without forking it.
+bool await_supervised_pgid(SpawnedProcess& process, int timeout_ms = -1);
 
 // The pid of the shim's child (the command, whose pid is its pgid), read from
 // /proc; 0 when there is none. For adopting a shim released but not journaled.
@@ -112,5 +129,9 @@ bool signal_group(int pgid, int sig);
 // environment: proof that the group is still the one we started, for the
 // case where its supervisor is gone and the pgid alone proves nothing.
 bool group_has_marker(int pgid, std::string_view marker);
+// The process group of a live process with `marker` in its environment; 0
+// when there is none. A walk over all of /proc: for a replica whose pgid was
+// never recorded.
+int group_with_marker(std::string_view marker);
 
 }  // namespace cp

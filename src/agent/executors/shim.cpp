@@ -1,0 +1,318 @@
+#include "agent/executors/shim.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+namespace cp::shim {
+namespace {
+
+// ---- async-signal-safe helpers (used between fork and exec / in the shim)
+
+void safe_write(int fd, const char* s, std::size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, s, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void safe_write_str(int fd, const char* s) { safe_write(fd, s, std::strlen(s)); }  // strlen is async-signal-safe
+
+// Decimal text of a non-negative int into buf (at least 12 chars); returns the length.
+std::size_t format_uint(int v, char* buf) {
+  char tmp[12];
+  std::size_t n = 0;
+  unsigned u = v < 0 ? 0u : static_cast<unsigned>(v);
+  do {
+    tmp[n++] = static_cast<char>('0' + u % 10);
+    u /= 10;
+  } while (u > 0 && n < sizeof(tmp));
+  for (std::size_t i = 0; i < n; ++i) buf[i] = tmp[n - 1 - i];
+  return n;
+}
+
+const char* errno_text(int err) {
+  switch (err) {
+    case ENOENT: return "no such file or directory";
+    case EACCES: return "permission denied";
+    case ENOEXEC: return "exec format error";
+    case ENOTDIR: return "not a directory";
+    case ENOMEM: return "out of memory";
+    case E2BIG: return "argument list too long";
+    case EAGAIN: return "resource temporarily unavailable";
+    default: return "error";
+  }
+}
+
+void close_fds_from(int first, int max_fd) {
+  if (::close_range(static_cast<unsigned>(first), ~0u, 0) == 0) return;
+  for (int fd = first; fd < max_fd; ++fd) ::close(fd);
+}
+
+std::string env_value(const std::vector<std::string>& env, std::string_view name) {
+  for (const auto& e : env) {
+    if (e.size() > name.size() && e.compare(0, name.size(), name) == 0 && e[name.size()] == '=') {
+      return e.substr(name.size() + 1);
+    }
+  }
+  return {};
+}
+
+[[noreturn]] void run_command(const ShimPlan& p, pid_t shim) {
+  ::setpgid(0, 0);
+  // Fresh signal state: the agent may block or handle signals (a server in
+  // the same process does); the command starts with defaults.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int s = 1; s < NSIG; ++s) {
+    if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Should the shim itself be killed, take the command down too: no orphan.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != shim) ::_exit(127);
+
+  int log = ::open(p.spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log >= 0) {
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+  }
+  int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0) ::dup2(null, 0);
+  close_fds_from(3, p.max_fd);
+
+  if (::chdir(p.spec.work_dir.c_str()) != 0) {
+    int err = errno;
+    safe_write_str(2, "cubeplane: cannot enter the work directory ");
+    safe_write_str(2, p.spec.work_dir.c_str());
+    safe_write_str(2, ": ");
+    safe_write_str(2, errno_text(err));
+    safe_write_str(2, "\n");
+    ::_exit(127);
+  }
+  // execvp's search, by hand, so that the PATH is the command's and nothing allocates.
+  int saved = ENOENT;
+  bool denied = false;
+  for (const auto& path : p.candidates) {
+    ::execve(path.c_str(), p.argv.data(), p.envp.data());
+    int err = errno;
+    if (err == EACCES) {
+      denied = true;
+    } else if (err != ENOENT && err != ENOTDIR) {
+      saved = err;
+      break;
+    }
+  }
+  if (denied && saved == ENOENT) saved = EACCES;
+  safe_write(2, p.exec_error_prefix.data(), p.exec_error_prefix.size());
+  safe_write_str(2, errno_text(saved));
+  safe_write_str(2, "\n");
+  ::_exit(saved == EACCES ? 126 : 127);
+}
+
+// Without fsync, like the local executor's journal: the file outlives the
+// agent (page cache), and a crash of the machine takes the command along
+// anyway; a missing or empty file then reads as "lost", and the server runs
+// the task again. An fsync here held every finished replica's report back by
+// a disk flush (milliseconds on a VM).
+void write_exit_file(const ShimPlan& p, bool signaled, int number) {
+  char buf[32];
+  std::size_t n = 0;
+  const char* word = signaled ? "signal " : "exit ";
+  for (const char* c = word; *c; ++c) buf[n++] = *c;
+  n += format_uint(number, buf + n);
+  buf[n++] = '\n';
+  int fd = ::open(p.exit_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  safe_write(fd, buf, n);
+  ::close(fd);
+  ::rename(p.exit_tmp.c_str(), p.spec.exit_path.c_str());
+}
+
+void put(std::string& out, std::string_view field) {
+  const auto n = static_cast<std::uint32_t>(field.size());
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out.append(field);
+}
+
+bool take(std::string_view& in, std::string& field) {
+  std::uint32_t n = 0;
+  if (in.size() < sizeof n) return false;
+  std::memcpy(&n, in.data(), sizeof n);
+  in.remove_prefix(sizeof n);
+  if (in.size() < n) return false;
+  field.assign(in.substr(0, n));
+  in.remove_prefix(n);
+  return true;
+}
+
+void put_list(std::string& out, const std::vector<std::string>& list) {
+  put(out, std::to_string(list.size()));
+  for (const auto& s : list) put(out, s);
+}
+
+bool take_list(std::string_view& in, std::vector<std::string>& list) {
+  std::string count;
+  if (!take(in, count) || count.empty() || count.size() > 9) return false;
+  std::size_t n = 0;
+  for (char c : count) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (n > in.size()) return false;  // each entry takes at least its 4-byte length
+  list.resize(n);
+  for (auto& s : list) {
+    if (!take(in, s)) return false;
+  }
+  return true;
+}
+
+constexpr std::string_view kMagic = "cubeplane-shim/1";
+
+}  // namespace
+
+std::string encode_spec(const ShimSpec& spec) {
+  std::string out(sizeof(std::uint32_t), '\0');  // the length of the rest, filled in below
+  put(out, kMagic);
+  put(out, spec.work_dir);
+  put(out, spec.log_path);
+  put(out, spec.exit_path);
+  put_list(out, spec.argv);
+  put_list(out, spec.env);
+  put_list(out, spec.dirs);
+  const auto rest = static_cast<std::uint32_t>(out.size() - sizeof(std::uint32_t));
+  std::memcpy(out.data(), &rest, sizeof rest);
+  return out;
+}
+
+std::size_t spec_size(std::string_view head) {
+  std::uint32_t n = 0;
+  if (head.size() < sizeof n) return 0;
+  std::memcpy(&n, head.data(), sizeof n);
+  return sizeof n + n;
+}
+
+bool decode_spec(std::string_view bytes, ShimSpec& out) {
+  if (bytes.size() < sizeof(std::uint32_t) || spec_size(bytes) != bytes.size()) return false;
+  bytes.remove_prefix(sizeof(std::uint32_t));
+  std::string magic;
+  if (!take(bytes, magic) || magic != kMagic) return false;
+  if (!take(bytes, out.work_dir) || !take(bytes, out.log_path) || !take(bytes, out.exit_path)) return false;
+  if (!take_list(bytes, out.argv) || !take_list(bytes, out.env) || !take_list(bytes, out.dirs)) return false;
+  return bytes.empty() && !out.argv.empty() && !out.argv[0].empty() && !out.exit_path.empty();
+}
+
+void prepare(ShimPlan& p) {
+  const std::string& cmd = p.spec.argv.at(0);
+  p.candidates.clear();
+  if (cmd.find('/') != std::string::npos) {
+    p.candidates.push_back(cmd);
+  } else {
+    std::string path = env_value(p.spec.env, "PATH");
+    if (path.empty()) path = "/usr/local/bin:/usr/bin:/bin";
+    std::size_t start = 0;
+    while (start <= path.size()) {
+      auto end = path.find(':', start);
+      if (end == std::string::npos) end = path.size();
+      std::string dir = path.substr(start, end - start);
+      p.candidates.push_back(dir.empty() ? cmd : dir + "/" + cmd);
+      start = end + 1;
+    }
+  }
+  p.argv.clear();
+  for (auto& a : p.spec.argv) p.argv.push_back(a.data());
+  p.argv.push_back(nullptr);
+  p.envp.clear();
+  for (auto& e : p.spec.env) p.envp.push_back(e.data());
+  p.envp.push_back(nullptr);
+  p.exit_tmp = p.spec.exit_path + ".tmp";
+  p.exec_error_prefix = "cubeplane: cannot execute " + cmd + ": ";
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1'000'000) {
+    p.max_fd = static_cast<int>(rl.rlim_cur);
+  }
+}
+
+void enter_shim() {
+  ::setsid();  // out of the agent's session: a Ctrl-C at the agent's terminal does not reach the work
+  struct sigaction act {};
+  sigemptyset(&act.sa_mask);
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    bool ignore = s == SIGTERM || s == SIGINT || s == SIGHUP || s == SIGQUIT || s == SIGPIPE || s == SIGUSR1 ||
+                  s == SIGUSR2 || s == SIGALRM;
+    act.sa_handler = ignore ? SIG_IGN : SIG_DFL;  // SIGCHLD stays SIG_DFL so that waitpid works
+    ::sigaction(s, &act, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+[[noreturn]] void supervise(const ShimPlan& p, int report_fd) {
+  pid_t self = ::getpid();
+  for (const auto& dir : p.spec.dirs) ::mkdir(dir.c_str(), 0755);  // a failure shows when the command cannot enter it
+  // Signals blocked across the fork: the command inherits the shim's ignored
+  // TERM and INT until run_command resets them, and a stop sent to its group
+  // in that moment (the pgid is reported at once) would be lost. Blocked, it
+  // waits, and arrives once the defaults are back (Linux keeps a blocked
+  // signal pending even while its action is to ignore it).
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  pid_t child = ::fork();
+  if (child == 0) run_command(p, self);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (child < 0) {
+    int err = errno;
+    int zero = 0;
+    safe_write(report_fd, reinterpret_cast<const char*>(&zero), sizeof(zero));
+    ::close(report_fd);
+    int log = ::open(p.spec.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log >= 0) {
+      safe_write_str(log, "cubeplane: cannot fork: ");
+      safe_write_str(log, errno_text(err));
+      safe_write_str(log, "\n");
+      ::close(log);
+    }
+    write_exit_file(p, false, 127);
+    ::_exit(0);
+  }
+  ::setpgid(child, child);  // also done by the child; whoever runs first wins the race with kill(-pgid)
+  int pgid = static_cast<int>(child);
+  safe_write(report_fd, reinterpret_cast<const char*>(&pgid), sizeof(pgid));
+  ::close(report_fd);
+  close_fds_from(3, p.max_fd);
+  ::chdir("/");
+
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {
+  }
+  ::kill(-child, SIGKILL);  // the leader is a zombie, so the group id is still ours
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    write_exit_file(p, true, WTERMSIG(status));
+  } else {
+    write_exit_file(p, false, WEXITSTATUS(status));
+  }
+  ::_exit(0);
+}
+
+}  // namespace cp::shim
