@@ -16,8 +16,22 @@ std::string json_kind_name(const json::value& v) {
   return "value";
 }
 
+std::string DecodeContext::path() const {
+  if (!parent_) return root_;
+  std::string out = parent_->path();
+  if (index_ != kNoIndex) {
+    out += '[';
+    out += std::to_string(index_);
+    out += ']';
+  } else {
+    if (!out.empty()) out += '.';
+    out += key_;
+  }
+  return out;
+}
+
 Error type_error(const DecodeContext& ctx, std::string_view expected) {
-  return errors::invalid(ctx.path, "expected " + std::string(expected), "类型错误，应为 " + std::string(expected));
+  return errors::invalid(ctx.path(), "expected " + std::string(expected), "类型错误，应为 " + std::string(expected));
 }
 
 Result<json::value> parse_json(std::string_view text, std::size_t max_depth) {

@@ -30,13 +30,39 @@
 namespace cp {
 namespace json = boost::json;
 
-struct DecodeContext {
-  std::string path;     // field path of the value being decoded
+// Where in a document a value is being decoded ("spec.steps[2].resources"),
+// for error messages. A child context refers to its parent and keeps only
+// its own key or index: the path is built only when an error names it
+// (building it for every array element was a fifth of an agent sync's
+// decoding). So a child must not outlive its parent, nor the key it was
+// given: pass them down the call stack, as from_json does.
+class DecodeContext {
+ public:
+  DecodeContext() = default;
+  DecodeContext(std::string root, bool strict_keys = false) : strict(strict_keys), root_(std::move(root)) {}
   bool strict = false;  // reject unknown object keys
   DecodeContext at(std::string_view key) const {
-    return {path.empty() ? std::string(key) : path + "." + std::string(key), strict};
+    DecodeContext c;
+    c.strict = strict;
+    c.parent_ = this;
+    c.key_ = key;
+    return c;
   }
-  DecodeContext index(std::size_t i) const { return {path + "[" + std::to_string(i) + "]", strict}; }
+  DecodeContext index(std::size_t i) const {
+    DecodeContext c;
+    c.strict = strict;
+    c.parent_ = this;
+    c.index_ = i;
+    return c;
+  }
+  std::string path() const;  // field path of the value being decoded
+
+ private:
+  static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+  const DecodeContext* parent_ = nullptr;
+  std::string root_;      // the root's path; "" when none
+  std::string_view key_;  // a child's field name
+  std::size_t index_ = kNoIndex;  // or its array index
 };
 
 Error type_error(const DecodeContext& ctx, std::string_view expected);
@@ -136,13 +162,13 @@ Status integer_from_json(const json::value& in, T& out, const DecodeContext& ctx
     n = in.get_int64();
   } else if (in.is_uint64()) {
     if (in.get_uint64() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      return errors::invalid(ctx.path, "number is too large", "数值过大");
+      return errors::invalid(ctx.path(), "number is too large", "数值过大");
     }
     n = static_cast<std::int64_t>(in.get_uint64());
   } else if (in.is_double()) {
     double d = in.get_double();
     if (d != static_cast<double>(static_cast<std::int64_t>(d)) || d > 9.2e18 || d < -9.2e18) {
-      return errors::invalid(ctx.path, "expected a whole number", "应为整数");
+      return errors::invalid(ctx.path(), "expected a whole number", "应为整数");
     }
     n = static_cast<std::int64_t>(d);
   } else {
@@ -150,8 +176,8 @@ Status integer_from_json(const json::value& in, T& out, const DecodeContext& ctx
   }
   if (n < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
       (n > 0 && static_cast<std::uint64_t>(n) > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))) {
-    if (n < 0 && std::is_unsigned_v<T>) return errors::invalid(ctx.path, "must not be negative", "不能为负数");
-    return errors::invalid(ctx.path, "number is out of range", "数值超出范围");
+    if (n < 0 && std::is_unsigned_v<T>) return errors::invalid(ctx.path(), "must not be negative", "不能为负数");
+    return errors::invalid(ctx.path(), "number is out of range", "数值超出范围");
   }
   out = static_cast<T>(n);
   return {};
@@ -192,7 +218,7 @@ Status from_json(const json::value& in, T& out, const DecodeContext& ctx) {
         if (!allowed.empty()) allowed += ", ";
         allowed += d.name;
       });
-      return errors::invalid(ctx.path, "unknown value \"" + s + "\" (one of: " + allowed + ")",
+      return errors::invalid(ctx.path(), "unknown value \"" + s + "\" (one of: " + allowed + ")",
                              "未知取值 \"" + s + "\"（可选：" + allowed + "）");
     }
     return {};
@@ -246,8 +272,9 @@ Status from_json(const json::value& in, T& out, const DecodeContext& ctx) {
         boost::mp11::mp_for_each<Ds>([&](auto d) { known = known || kv.key() == d.name; });
         if (!known) {
           auto c = ctx.at(kv.key());
-          Error e{"unknown_field", 400, c.path + ": unknown field", c.path + "：未知字段", {}};
-          e.details["field"] = c.path;
+          const std::string field = c.path();
+          Error e{"unknown_field", 400, field + ": unknown field", field + "：未知字段", {}};
+          e.details["field"] = field;
           return e;
         }
       }

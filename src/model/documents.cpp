@@ -146,7 +146,7 @@ void cp_to_json(json::value& out, const Duration& d) { out = json::string(format
 
 Status cp_from_json(const json::value& in, Duration& out, const DecodeContext& ctx) {
   if (!in.is_string()) return type_error(ctx, "duration such as \"30s\" or \"5m\"");
-  CP_ASSIGN(out.seconds, parse_duration(in.get_string(), ctx.path));
+  CP_ASSIGN(out.seconds, parse_duration(in.get_string(), ctx.path()));
   return {};
 }
 

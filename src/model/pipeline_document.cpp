@@ -54,7 +54,7 @@ struct StepResources {
 Status cp_from_json(const json::value& in, StepResources& out, const DecodeContext& ctx) {
   docs::ResourceEntries entries;
   CP_TRY(cp_from_json(in, entries, ctx));
-  CP_ASSIGN(out.value, docs::step_resources(entries, ctx.path));
+  CP_ASSIGN(out.value, docs::step_resources(entries, ctx.path()));
   return {};
 }
 

@@ -280,7 +280,7 @@ Status cp_from_json(const json::value& in, Resources& out, const DecodeContext& 
     } else {
       return type_error(c, "quantity");
     }
-    CP_ASSIGN(auto amount, parse_quantity(name, text, c.path));
+    CP_ASSIGN(auto amount, parse_quantity(name, text, c.path()));
     r.set(name, amount);
   }
   out = std::move(r);

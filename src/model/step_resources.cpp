@@ -93,18 +93,18 @@ Status cp_from_json(const json::value& in, ResourceEntries& out, const DecodeCon
     if (name == "gpu_type") {
       if (!kv.value().is_string()) return type_error(c, "string");
       out.gpu_type = std::string(kv.value().get_string());
-      CP_TRY(validate_gpu_type(*out.gpu_type, c.path));
+      CP_TRY(validate_gpu_type(*out.gpu_type, c.path()));
       continue;
     }
     QuantityText q;
     CP_TRY(from_json(kv.value(), q, c));
     if (name == "gpu") {
       // Whole GPUs; parsed as any extended resource is.
-      CP_ASSIGN(out.gpu, parse_quantity("gpu/any", q.text, c.path));
+      CP_ASSIGN(out.gpu, parse_quantity("gpu/any", q.text, c.path()));
       continue;
     }
-    CP_TRY(validate_resource_name(name, c.path));
-    CP_ASSIGN(out.named[name], parse_quantity(name, q.text, c.path));
+    CP_TRY(validate_resource_name(name, c.path()));
+    CP_ASSIGN(out.named[name], parse_quantity(name, q.text, c.path()));
   }
   return {};
 }
