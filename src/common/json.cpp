@@ -34,11 +34,11 @@ Error type_error(const DecodeContext& ctx, std::string_view expected) {
   return errors::invalid(ctx.path(), "expected " + std::string(expected), "类型错误，应为 " + std::string(expected));
 }
 
-Result<json::value> parse_json(std::string_view text, std::size_t max_depth) {
+Result<json::value> parse_json(std::string_view text, std::size_t max_depth, json::storage_ptr storage) {
   json::parse_options opts;
   opts.max_depth = max_depth;
   boost::system::error_code ec;
-  json::value v = json::parse(text, ec, {}, opts);
+  json::value v = json::parse(text, ec, std::move(storage), opts);
   if (ec) {
     Error e{"malformed_json", 400, "malformed JSON: " + ec.message(), "JSON 格式错误：" + ec.message(), {}};
     return e;

@@ -292,7 +292,9 @@ Status from_json(const json::value& in, T& out, const DecodeContext& ctx) {
 }
 
 // Parses text as JSON with a nesting limit; errors are 400 "malformed_json".
-Result<json::value> parse_json(std::string_view text, std::size_t max_depth = 64);
+// `storage`: where the tree's memory comes from (default: the heap, one
+// allocation per string, array and object).
+Result<json::value> parse_json(std::string_view text, std::size_t max_depth = 64, json::storage_ptr storage = {});
 
 // Compact serialization.
 inline std::string dump(const json::value& v) { return json::serialize(v); }

@@ -70,7 +70,7 @@ Handler agent_route(ControlPlane& cp, PrincipalHandler fn) {
   };
 }
 
-Result<json::value> json_body(const Request& req, bool allow_empty) {
+Result<json::value> json_body(const Request& req, bool allow_empty, json::storage_ptr storage) {
   auto mt = req.media_type();
   if (is_yaml_type(mt)) {
     Error e{"unsupported_media_type", 415, "this call takes JSON (application/json), not " + mt,
@@ -82,7 +82,7 @@ Result<json::value> json_body(const Request& req, bool allow_empty) {
     if (allow_empty) return json::value(json::object{});
     return errors::invalid("", "a JSON body is required", "需要 JSON 请求体");
   }
-  return parse_json(req.body, 64);
+  return parse_json(req.body, 64, std::move(storage));
 }
 
 Result<json::value> document_body(const Request& req) {

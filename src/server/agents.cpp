@@ -6,6 +6,7 @@
 //   stop   = attempts marked Stopping (cancel, preempt), and any attempt the
 //            agent reports that the server does not hold live at that epoch
 //   ack    = terminal reports the server has stored
+#include <algorithm>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -442,6 +443,11 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   }));
   if (nodes_written) fleet_nodes_.changed(cid);
   if (stale_request) return pending_orders(cid, req.attempts, now);
+  {
+    std::lock_guard lock(contacts_mu_);
+    auto& at = contacts_[cid];
+    at = std::max(at, now);
+  }
   // An agent without nodes (or whose engine listed none) changes no row, as
   // before fingerprints; holding its empty inventory stops it being asked again.
   const bool reported_empty = req.nodes.empty() && !req.nodes_unchanged && !req.inventory.empty();

@@ -303,6 +303,16 @@ class ControlPlane {
   std::mutex alert_mu_;  // alert_send_, and one evaluate/deliver at a time
   AlertSend alert_send_;
   std::condition_variable retention_cv_;  // with loop_mu_: wakes the retention thread to stop
+  // The last contact of each cluster that is not offline, as this process
+  // knows it (its syncs, and the last full liveness pass): check_liveness
+  // reads every cluster only when one of these has gone silent, or every
+  // kFullLivenessMs, not on each pass of the loop (a read and decode of the
+  // whole fleet's cluster rows every second; docs/benchmarks.md, "Agent sync
+  // load"). Only a hint: the full pass decides, from the store.
+  std::mutex contacts_mu_;
+  std::map<std::string, Millis, std::less<>> contacts_;
+  Millis next_full_liveness_ = 0;
+  static constexpr Millis kFullLivenessMs = 10'000;
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;
   LiveWork live_work_;  // under schedule_mu_

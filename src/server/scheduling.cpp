@@ -25,6 +25,7 @@
 //
 // The victim may also end on its own during G (Succeeded, Failed): the task
 // then ends as it would have (Preempting -> Succeeded | Failed).
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <set>
@@ -340,12 +341,25 @@ Status ControlPlane::schedule_once() {
 
 Status ControlPlane::check_liveness() {
   Millis now = clock_.now_ms();
+  const Millis lost_after_ms = config_.lost_after_s * 1000;
+  {
+    std::lock_guard lock(contacts_mu_);
+    if (now < next_full_liveness_ &&
+        std::none_of(contacts_.begin(), contacts_.end(),
+                     [&](const auto& kv) { return now - kv.second > lost_after_ms; })) {
+      return {};
+    }
+  }
   bool requeued = false;
+  std::map<std::string, Millis, std::less<>> contacts;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
+    contacts.clear();
     CP_ASSIGN(auto clusters, tx.list_clusters());
     for (auto& c : clusters) {
-      bool silent = c.last_contact != 0 && now - c.last_contact > config_.lost_after_s * 1000;
+      if (c.state != ClusterState::offline && c.last_contact != 0) contacts[c.id] = c.last_contact;
+      bool silent = c.last_contact != 0 && now - c.last_contact > lost_after_ms;
       if (!silent || c.state == ClusterState::offline) continue;
+      contacts.erase(c.id);
       std::string from = boost::describe::enum_to_string(c.state, "?");
       c.state = ClusterState::offline;
       c.state_reason = "unreachable";
@@ -393,6 +407,20 @@ Status ControlPlane::check_liveness() {
     }
     return {};
   }));
+  {
+    std::lock_guard lock(contacts_mu_);
+    // Syncs that committed meanwhile are newer than what the pass read.
+    for (const auto& [id, at] : contacts_) {
+      auto it = contacts.find(id);
+      if (it != contacts.end()) {
+        it->second = std::max(it->second, at);
+      } else if (at >= now) {
+        contacts.emplace(id, at);  // it came back while the pass ran
+      }
+    }
+    contacts_ = std::move(contacts);
+    next_full_liveness_ = now + kFullLivenessMs;
+  }
   if (requeued) wake_scheduler();
   return {};
 }

@@ -399,14 +399,16 @@ TEST_P(LocalExecutorTest, ReplicaGoneWithoutExitFileIsLost) {
 // pgid: the journal has none. When the shim dies too, the command's
 // children are found by the attempt id in their environment, and killed.
 TEST_P(LocalExecutorTest, OrphanOfAReplicaWithoutAJournaledPgidIsFound) {
-  auto o = order_for("t-nopg", 1, sh("sleep 300 & echo $! > child.pid; wait"));
+  // The attempt id is the marker looked for in every process: one per variant (CTest runs them side by side).
+  const std::string task = GetParam() ? "t-nopg-prog" : "t-nopg-fork";
+  auto o = order_for(task, 1, sh("sleep 300 & echo $! > child.pid; wait"));
   {
     LocalExecutor first(config());
     ASSERT_TRUE(first.start(o).ok());
   }
   int child = 0;
-  ASSERT_TRUE(wait_until([&] { return (child = read_pid(work("t-nopg.1") + "/child.pid")) > 0; }));
-  const std::string journal_path = dir_.path() + "/attempts/t-nopg.1/journal.json";
+  ASSERT_TRUE(wait_until([&] { return (child = read_pid(work(task + ".1") + "/child.pid")) > 0; }));
+  const std::string journal_path = dir_.path() + "/attempts/" + task + ".1/journal.json";
   auto journal = LocalExecutor::read_journal(journal_path);
   ASSERT_TRUE(journal.ok());
   const int shim = journal->replicas.at(0).shim_pid;
@@ -420,7 +422,7 @@ TEST_P(LocalExecutorTest, OrphanOfAReplicaWithoutAJournaledPgidIsFound) {
   ASSERT_FALSE(process_gone(child));
 
   LocalExecutor second(config());
-  EXPECT_EQ(wait_terminal(second, "t-nopg.1").state, AttemptState::Lost);
+  EXPECT_EQ(wait_terminal(second, task + ".1").state, AttemptState::Lost);
   EXPECT_TRUE(wait_until([&] { return process_gone(child); })) << "orphan " << child << " left running";
 }
 

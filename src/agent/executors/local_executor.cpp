@@ -414,8 +414,11 @@ void LocalExecutor::refresh(Live& a) {
       // children may live on in the group: no orphans. The pgid alone is no
       // proof after a while, the attempt id in their environment is.
       const std::string marker = "CUBEPLANE_ATTEMPT_ID=" + rec.order.attempt_id;
-      if (r.pgid == 0 && r.shim_pid != 0) r.pgid = group_with_marker(marker);  // released, pgid never recorded
-      if (group_has_marker(r.pgid, marker)) signal_group(r.pgid, SIGKILL);
+      if (r.pgid == 0 && r.shim_pid != 0) {
+        for (int pgid : groups_with_marker(marker)) signal_group(pgid, SIGKILL);  // released, pgid never recorded
+      } else if (group_has_marker(r.pgid, marker)) {
+        signal_group(r.pgid, SIGKILL);
+      }
     }
     r.finished_seq = ++finish_counter_;
     changed = true;

@@ -162,12 +162,11 @@ bool group_has_marker(int pgid, std::string_view marker) {
   });
 }
 
-int group_with_marker(std::string_view marker) {
-  int found = 0;
+std::set<int> groups_with_marker(std::string_view marker) {
+  std::set<int> found;
   for_each_process([&](const std::filesystem::path& dir, const ProcStat& st) {
-    if (st.state == 'Z' || st.state == 'X' || st.pgrp <= 1 || !environ_has(dir, marker)) return false;
-    found = st.pgrp;
-    return true;
+    if (st.state != 'Z' && st.state != 'X' && st.pgrp > 1 && environ_has(dir, marker)) found.insert(st.pgrp);
+    return false;
   });
   return found;
 }

@@ -129,9 +129,9 @@ bool signal_group(int pgid, int sig);
 // environment: proof that the group is still the one we started, for the
 // case where its supervisor is gone and the pgid alone proves nothing.
 bool group_has_marker(int pgid, std::string_view marker);
-// The process group of a live process with `marker` in its environment; 0
-// when there is none. A walk over all of /proc: for a replica whose pgid was
-// never recorded.
-int group_with_marker(std::string_view marker);
+// The process groups of the live processes with `marker` in their
+// environment. A walk over all of /proc: for a replica whose pgid was never
+// recorded.
+std::set<int> groups_with_marker(std::string_view marker);
 
 }  // namespace cp
