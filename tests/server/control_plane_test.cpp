@@ -82,6 +82,32 @@ TEST_F(ControlPlaneTest, CancellingARunningTaskSendsAStopWithTheClassGrace) {
   EXPECT_EQ(again.error().status, 409);
 }
 
+// The liveness pass reads every cluster only when one whose syncs this
+// process served has gone silent, or every 10 s. A cluster whose stored
+// contact this process never saw (its syncs went to another server process
+// on the same database) still goes offline, within those 10 s.
+TEST_F(ControlPlaneTest, AClusterSilentOutsideThisProcessGoesOfflineWithinTheFullPassInterval) {
+  auto [a1, c1cred] = connect("c1");
+  auto [a2, c2cred] = connect("c2");
+  sync(a1, {});
+  ASSERT_TRUE(cp_->check_liveness().ok());  // the first pass reads every cluster
+  // c2 as another process left it: online, its last contact 50 s ago.
+  ASSERT_TRUE(store_
+                  ->write([&](Tx& tx) -> Status {
+                    CP_ASSIGN(auto c, tx.get_cluster("c2"));
+                    c->state = ClusterState::online;
+                    c->last_contact = clock_.now_ms() - 50'000;
+                    return tx.update_cluster(*c);
+                  })
+                  .ok());
+  clock_.advance_ms(10'001);
+  sync(a1, {});  // c1 keeps talking
+  ASSERT_TRUE(cp_->check_liveness().ok());
+  EXPECT_EQ(cp_->get_cluster(admin_, "c2")->state, ClusterState::offline);
+  EXPECT_EQ(cp_->get_cluster(admin_, "c2")->state_reason, "unreachable");
+  EXPECT_EQ(cp_->get_cluster(admin_, "c1")->state, ClusterState::online);
+}
+
 TEST_F(ControlPlaneTest, SilentClusterGoesOfflineAndItsTasksMoveToAnotherCluster) {
   // Past lost_after the cluster is offline (unreachable), its attempt Lost; the task runs again on c2, once.
   auto [a1, c1cred] = connect("c1");
