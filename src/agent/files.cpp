@@ -11,22 +11,28 @@
 #include <sstream>
 
 namespace cp::agent_files {
+namespace {
+// All of `data` to fd; 0, or the errno of the write that failed.
+int write_all(int fd, std::string_view data) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    done += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+}  // namespace
 
 Status write_atomic(const std::string& path, std::string_view data, mode_t mode, Durability durable) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return errors::internal("cannot write " + tmp + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return errors::internal("cannot write " + tmp + ": " + std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
+  if (int err = write_all(fd, data); err != 0) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return errors::internal("cannot write " + tmp + ": " + std::strerror(err));
   }
   ::fchmod(fd, mode);  // O_CREAT's mode is filtered by the umask; the credential must stay 0600 whatever it is
   if (durable == Durability::machine_crash) ::fsync(fd);
@@ -48,16 +54,9 @@ Status append_record(const std::string& path, std::string_view record, mode_t mo
   line += '\n';
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode);
   if (fd < 0) return errors::internal("cannot write " + path + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < line.size()) {
-    ssize_t n = ::write(fd, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return errors::internal("cannot write " + path + ": " + std::strerror(err));
-    }
-    done += static_cast<std::size_t>(n);
+  if (int err = write_all(fd, line); err != 0) {
+    ::close(fd);
+    return errors::internal("cannot write " + path + ": " + std::strerror(err));
   }
   struct stat st {};
   const bool big = ::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) > compact_bytes;

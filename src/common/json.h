@@ -42,22 +42,24 @@ class DecodeContext {
   DecodeContext(std::string root, bool strict_keys = false) : strict(strict_keys), root_(std::move(root)) {}
   bool strict = false;  // reject unknown object keys
   DecodeContext at(std::string_view key) const {
-    DecodeContext c;
-    c.strict = strict;
-    c.parent_ = this;
+    DecodeContext c = child();
     c.key_ = key;
     return c;
   }
   DecodeContext index(std::size_t i) const {
-    DecodeContext c;
-    c.strict = strict;
-    c.parent_ = this;
+    DecodeContext c = child();
     c.index_ = i;
     return c;
   }
   std::string path() const;  // field path of the value being decoded
 
  private:
+  DecodeContext child() const {
+    DecodeContext c;
+    c.strict = strict;
+    c.parent_ = this;
+    return c;
+  }
   static constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
   const DecodeContext* parent_ = nullptr;
   std::string root_;      // the root's path; "" when none
