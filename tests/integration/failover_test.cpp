@@ -1,12 +1,17 @@
 // Failover inside the storage pool, through the real binaries (DESIGN.md
 // "Agent protocol", fencing): one `cubeplane server` with a short lease, and
-// three `cubeplane agent --executor local` processes for three clusters of
-// one resource group:
+// three agents for three clusters of one resource group, two `cubeplane
+// agent --executor local` and one `--executor slurm` on the throwaway
+// single-host Slurm of scripts/slurm-test-cluster.sh (CUBEPLANE_TEST_SLURM,
+// SLURM_CONF; without one, cl-c is a third local agent):
 //
-//   cl-a  pool p1  2 GPUs   runs lost-1 and lost-2 (proj-x), then is frozen
-//   cl-b  pool p1  5 GPUs   runs b-long (proj-y); where lost-1/2 must rerun
-//   cl-c  pool p2  4 GPUs   runs c-long (proj-y, pinned); has a free GPU the
-//                           whole time, so only the pool keeps lost-1/2 off it
+//   cl-a  local  pool p1  2 GPUs   runs lost-1 and lost-2 (proj-x), then is frozen
+//   cl-b  local  pool p1  5 GPUs   runs b-long (proj-y); where lost-1/2 must rerun
+//   cl-c  Slurm  pool p2  2 GPUs   runs c-long (proj-y, pinned, 1 GPU; 3 of 4 when
+//                                  local); has a free GPU the whole time, so only
+//                                  the pool keeps lost-1/2 off it
+//
+// Every GPU is of type a100, the type the Slurm cluster's gres declares.
 //
 // Why the work lands where it does: c-long is pinned to cl-c; b-long asks
 // for 3 GPUs, which only cl-b has free then (automatic choice by capacity);
@@ -35,6 +40,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -51,7 +57,13 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 
-constexpr const char* kGpu = "nvidia-a100-80gb";
+constexpr const char* kGpu = "a100";
+
+// The Slurm cluster to run cl-c on, if there is one.
+bool with_slurm() {
+  const char* slurm = std::getenv("CUBEPLANE_TEST_SLURM");
+  return slurm && *slurm && std::string(slurm) != "off";
+}
 
 constexpr const char* kFleet = R"(apiVersion: cubeplane/v1
 kind: Server
@@ -70,7 +82,7 @@ spec: {executor: local, storage_pool: p1, embedded_agent: false}
 apiVersion: cubeplane/v1
 kind: Cluster
 metadata: {name: cl-c}
-spec: {executor: local, storage_pool: p2, embedded_agent: false}
+spec: {executor: CL_C_EXECUTOR, storage_pool: p2, embedded_agent: false}
 ---
 apiVersion: cubeplane/v1
 kind: PriorityClass
@@ -83,7 +95,7 @@ metadata: {name: rg}
 spec:
   clusters: [cl-a, cl-b, cl-c]
   quota:
-    gpu/nvidia-a100-80gb: {guaranteed: 20}
+    gpu/a100: {guaranteed: 20}
 ---
 apiVersion: cubeplane/v1
 kind: ProjectGroup
@@ -129,7 +141,8 @@ std::string pipeline_json(const std::string& name, const std::string& project, c
                           const std::string& marks, const std::string& pinned = "") {
   // start, one tick every 0.2 s, end; each line: kind, attempt id, pid, time in ns.
   const std::string mark = "\"$CUBEPLANE_ATTEMPT_ID $$ $(date +%s%N)\" >> " + marks;
-  const std::string script = "echo start " + mark + "; i=0; while [ $i -lt $TICKS ]; do echo tick " + mark +
+  // Its log says whether Slurm ran it (cl-c's executor).
+  const std::string script = "echo slurm job ${SLURM_JOB_ID:-none}; echo start " + mark + "; i=0; while [ $i -lt $TICKS ]; do echo tick " + mark +
                              "; sleep 0.2; i=$((i+1)); done; echo end " + mark;
   json::array list;
   for (const auto& s : steps) {
@@ -181,6 +194,7 @@ struct Cleanup {
   std::vector<std::unique_ptr<Process>>* agents = nullptr;
   std::unique_ptr<Process>* server = nullptr;
   std::string marks;
+  bool slurm = false;
   ~Cleanup() {
     // The agents first, so that none starts a command after the marks are read
     // (their commands outlive them: each runs under a shim of its own).
@@ -190,7 +204,15 @@ struct Cleanup {
     }
     if (*server) (*server)->stop();
     std::set<pid_t> groups;
-    for (const auto& m : read_marks(marks)) groups.insert(m.pid);
+    std::set<std::string> attempts;
+    for (const auto& m : read_marks(marks)) {
+      groups.insert(m.pid);
+      attempts.insert(m.attempt);
+    }
+    // cl-c's jobs, by the name the Slurm executor gives them (other tests share the cluster).
+    for (const auto& a : attempts) {
+      if (slurm) std::system(("scancel --name=cp_" + a + "_r0 >/dev/null 2>&1").c_str());
+    }
     for (pid_t g : groups) {
       if (!ours(g, marks)) continue;
       kill(-g, SIGCONT);
@@ -204,7 +226,11 @@ TEST(FailoverTest, LostTasksRerunOnlyInsideTheirStoragePoolAndNeverOverlap) {
   std::string dir = make_temp_dir("cp-failover");
   ASSERT_FALSE(dir.empty());
   std::filesystem::create_directories(dir + "/server");
-  write_file(dir + "/fleet.yaml", kFleet);
+  const bool slurm = with_slurm();
+  std::string fleet = kFleet;
+  fleet.replace(fleet.find("CL_C_EXECUTOR"), std::string("CL_C_EXECUTOR").size(), slurm ? "slurm" : "local");
+  write_file(dir + "/fleet.yaml", fleet);
+  if (!slurm) std::printf("failover: no Slurm cluster (CUBEPLANE_TEST_SLURM), so cl-c is a local agent\n");
   const std::string marks = dir + "/marks";
   write_file(marks, "");
 
@@ -213,7 +239,7 @@ TEST(FailoverTest, LostTasksRerunOnlyInsideTheirStoragePoolAndNeverOverlap) {
       std::vector<std::string>{"server", "--config", dir + "/fleet.yaml", "--data-dir", dir + "/server", "--listen",
                                "127.0.0.1:0", "--log-level", "info"},
       dir + "/server.log");
-  Cleanup cleanup{&agents, &server, marks};
+  Cleanup cleanup{&agents, &server, marks, slurm};
   server->start();
   auto url = server->wait_for_line("UI and API:  ", 30s);
   ASSERT_TRUE(url.has_value()) << server->log();
@@ -223,16 +249,20 @@ TEST(FailoverTest, LostTasksRerunOnlyInsideTheirStoragePoolAndNeverOverlap) {
   ASSERT_TRUE(token.has_value()) << server->log();
   const Api api{base, token->substr(0, token->find(' '))};
 
-  const std::map<std::string, int> gpus = {{"cl-a", 2}, {"cl-b", 5}, {"cl-c", 4}};
+  // cl-c on Slurm has the 2 GPUs of the cluster's gres.conf.
+  const std::map<std::string, int> gpus = {{"cl-a", 2}, {"cl-b", 5}, {"cl-c", slurm ? 2 : 4}};
   for (const auto& [cluster, n] : gpus) {
     auto tok = api.call("POST", "/api/v1/clusters/" + cluster + "/bootstrap-tokens", "{}");
     ASSERT_TRUE(tok.ok() && tok->status == 201) << (tok.ok() ? tok->body : tok.error().message);
-    agents.push_back(std::make_unique<Process>(
-        std::vector<std::string>{"agent", "--server", base, "--token",
-                                 std::string(json::parse(tok->body).at("token").as_string()), "--cluster-id", cluster,
-                                 "--executor", "local", "--data-dir", dir + "/agent-" + cluster, "--declare-gpus",
-                                 std::string(kGpu) + ":" + std::to_string(n), "--log-level", "info"},
-        dir + "/agent-" + cluster + ".log"));
+    std::vector<std::string> args{"agent", "--server", base, "--token",
+                                  std::string(json::parse(tok->body).at("token").as_string()), "--cluster-id", cluster,
+                                  "--data-dir", dir + "/agent-" + cluster, "--log-level", "info"};
+    if (cluster == "cl-c" && slurm) {
+      args.insert(args.end(), {"--executor", "slurm"});
+    } else {
+      args.insert(args.end(), {"--executor", "local", "--declare-gpus", std::string(kGpu) + ":" + std::to_string(n)});
+    }
+    agents.push_back(std::make_unique<Process>(args, dir + "/agent-" + cluster + ".log"));
     agents.back()->start();
   }
   Process& agent_a = *agents[0];
@@ -257,7 +287,7 @@ TEST(FailoverTest, LostTasksRerunOnlyInsideTheirStoragePoolAndNeverOverlap) {
         }
         return true;
       },
-      30s))
+      60s))
       << logs();
 
   auto submit = [&](const std::string& body) {
@@ -284,18 +314,20 @@ TEST(FailoverTest, LostTasksRerunOnlyInsideTheirStoragePoolAndNeverOverlap) {
     for (const auto& a : t.at("attempts").as_array()) out.emplace_back(a.at("cluster_id").as_string());
     return out;
   };
-  auto running_on = [&](const std::string& id, const std::string& cluster, std::size_t attempts) {
+  auto running_on = [&](const std::string& id, const std::string& cluster, std::size_t attempts,
+                        std::chrono::milliseconds within = 20s) {
     return eventually(
         [&] {
           auto c = clusters_of(id);
           return state_of(id) == "Running" && c.size() == attempts && c.back() == cluster;
         },
-        20s);
+        within);
   };
 
   // ------------------------------------------ pinned, then by free capacity
-  auto c_long = submit(pipeline_json("c-long", "proj-y", {{"c-long", 3, 150}}, marks, "cl-c"))["c-long"];
-  ASSERT_TRUE(running_on(c_long, "cl-c", 1)) << json::serialize(task(c_long)) << logs();
+  // Slurm starts a job a second or more after sbatch, much later on a loaded machine.
+  auto c_long = submit(pipeline_json("c-long", "proj-y", {{"c-long", slurm ? 1 : 3, 150}}, marks, "cl-c"))["c-long"];
+  ASSERT_TRUE(running_on(c_long, "cl-c", 1, slurm ? 120s : 20s)) << json::serialize(task(c_long)) << logs();
   // 3 GPUs: cl-a has 2, cl-c 1 free; only cl-b can take it.
   auto b_long = submit(pipeline_json("b-long", "proj-y", {{"b-long", 3, 150}}, marks))["b-long"];
   ASSERT_TRUE(running_on(b_long, "cl-b", 1)) << json::serialize(task(b_long)) << logs();
@@ -394,6 +426,21 @@ TEST(FailoverTest, LostTasksRerunOnlyInsideTheirStoragePoolAndNeverOverlap) {
         << id << ": " << json::serialize(task(id)) << logs();
   }
   for (const auto& [name, id] : lost) EXPECT_EQ(clusters_of(id), (std::vector<std::string>{"cl-a", "cl-b"}));
+  auto log_of = [&](const std::string& id) {
+    auto r = api.call("GET", "/api/v1/tasks/" + id + "/logs");
+    return r.ok() && r->status == 200 ? r->body : std::string();
+  };
+  if (slurm) {
+    std::string c_log;
+    EXPECT_TRUE(eventually(
+        [&] {
+          c_log = log_of(c_long);
+          return c_log.find("slurm job ") != std::string::npos;
+        },
+        20s));
+    EXPECT_EQ(c_log.find("slurm job none"), std::string::npos) << "c-long did not run as a Slurm job: " << c_log;
+    EXPECT_NE(log_of(b_long).find("slurm job none"), std::string::npos) << "b-long ran on a local agent";
+  }
   EXPECT_EQ(clusters_of(c_long), std::vector<std::string>{"cl-c"});
   EXPECT_EQ(clusters_of(b_long), std::vector<std::string>{"cl-b"});
 
