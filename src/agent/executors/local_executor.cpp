@@ -250,13 +250,11 @@ std::vector<Status> LocalExecutor::start_all(const std::vector<StartOrder>& orde
       a->reports.emplace(i, std::move(*gated[i]));
     }
   }
-  // The pgids are taken as the shims report them (take_pgid): by refresh()
-  // in a later poll, or at once by a stop. Waiting here held the sync's
-  // whole batch back until the last shim had forked its command.
+  // The pgids are taken as the shims report them (take_pgid, which
+  // refresh() calls and journals): now if already there, else in a later
+  // poll, or at once by a stop. Waiting here held the sync's whole batch
+  // back until the last shim had forked its command.
   for (auto& [a, gated] : spawned) {
-    bool any = false;
-    for (std::size_t i = 0; i < gated.size(); ++i) any = take_pgid(*a, i, 0) || any;
-    if (any) (void)save(*a);
     spdlog::info("local executor: started attempt {} ({} replica(s))", a->rec.order.attempt_id,
                  a->rec.replicas.size());
     refresh(*a);

@@ -143,37 +143,41 @@ void write_exit_file(const ShimPlan& p, bool signaled, int number) {
   ::rename(p.exit_tmp.c_str(), p.spec.exit_path.c_str());
 }
 
-void put(std::string& out, std::string_view field) {
-  const auto n = static_cast<std::uint32_t>(field.size());
+void put_u32(std::string& out, std::size_t v) {
+  const auto n = static_cast<std::uint32_t>(v);
   out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out.append(field);
 }
 
-bool take(std::string_view& in, std::string& field) {
+bool take_u32(std::string_view& in, std::size_t& v) {
   std::uint32_t n = 0;
   if (in.size() < sizeof n) return false;
   std::memcpy(&n, in.data(), sizeof n);
   in.remove_prefix(sizeof n);
-  if (in.size() < n) return false;
+  v = n;
+  return true;
+}
+
+void put(std::string& out, std::string_view field) {
+  put_u32(out, field.size());
+  out.append(field);
+}
+
+bool take(std::string_view& in, std::string& field) {
+  std::size_t n = 0;
+  if (!take_u32(in, n) || in.size() < n) return false;
   field.assign(in.substr(0, n));
   in.remove_prefix(n);
   return true;
 }
 
 void put_list(std::string& out, const std::vector<std::string>& list) {
-  put(out, std::to_string(list.size()));
+  put_u32(out, list.size());
   for (const auto& s : list) put(out, s);
 }
 
 bool take_list(std::string_view& in, std::vector<std::string>& list) {
-  std::string count;
-  if (!take(in, count) || count.empty() || count.size() > 9) return false;
   std::size_t n = 0;
-  for (char c : count) {
-    if (c < '0' || c > '9') return false;
-    n = n * 10 + static_cast<std::size_t>(c - '0');
-  }
-  if (n > in.size()) return false;  // each entry takes at least its 4-byte length
+  if (!take_u32(in, n) || n > in.size() / 4) return false;  // each entry takes at least its 4-byte length
   list.resize(n);
   for (auto& s : list) {
     if (!take(in, s)) return false;
@@ -186,7 +190,8 @@ constexpr std::string_view kMagic = "cubeplane-shim/1";
 }  // namespace
 
 std::string encode_spec(const ShimSpec& spec) {
-  std::string out(sizeof(std::uint32_t), '\0');  // the length of the rest, filled in below
+  std::string out;
+  put_u32(out, 0);  // the length of the rest, filled in below
   put(out, kMagic);
   put(out, spec.work_dir);
   put(out, spec.log_path);
@@ -200,10 +205,8 @@ std::string encode_spec(const ShimSpec& spec) {
 }
 
 std::size_t spec_size(std::string_view head) {
-  std::uint32_t n = 0;
-  if (head.size() < sizeof n) return 0;
-  std::memcpy(&n, head.data(), sizeof n);
-  return sizeof n + n;
+  std::size_t n = 0;
+  return take_u32(head, n) ? sizeof(std::uint32_t) + n : 0;
 }
 
 bool decode_spec(std::string_view bytes, ShimSpec& out) {

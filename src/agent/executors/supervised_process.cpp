@@ -250,11 +250,13 @@ std::string default_shim_program() {
 
 Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) return errors::invalid("command", "empty command", "命令为空");
-  // The plan is built here, before any fork: the forked shim makes only
-  // async-signal-safe calls (shim.h).
+  const bool exec = !spec.shim_program.empty();
+  // cubeplane-shim gets the spec through its gate and prepares its plan
+  // itself; for a forked shim the plan is built here, before the fork, as it
+  // makes only async-signal-safe calls (shim.h).
   auto plan = std::make_unique<shim::ShimPlan>();
   plan->spec = shim::ShimSpec{spec.argv, spec.env, spec.work_dir, spec.log_path, spec.exit_path, spec.dirs};
-  shim::prepare(*plan);
+  if (!exec) shim::prepare(*plan);
 
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return errors::internal(std::string("pipe2 failed: ") + std::strerror(errno));
@@ -265,7 +267,6 @@ Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
     close_all({report[0], report[1]});
     return errors::internal(std::string("socketpair failed: ") + std::strerror(err));
   }
-  const bool exec = !spec.shim_program.empty();
   auto shim = exec ? exec_shim(spec.shim_program, report[1], gate[1]) : fork_shim(*plan, report[1], gate[1], {report[0], gate[0]});
   close_all({report[1], gate[1]});
   if (!shim.ok()) {
@@ -284,8 +285,8 @@ Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
 
 void open_supervised_gate(SpawnedProcess& process) {
   if (process.go_fd < 0) return;
-  // A forked shim waits for one byte; cubeplane-shim for its spec, then EOF.
-  const std::string go = process.gate_message.empty() ? std::string(1, '\1') : process.gate_message;
+  // A forked shim waits for one byte, cubeplane-shim for its whole spec.
+  const std::string_view go = process.gate_message.empty() ? std::string_view("\1", 1) : process.gate_message;
   std::size_t sent = 0;
   while (sent < go.size()) {
     ssize_t n = ::send(process.go_fd, go.data() + sent, go.size() - sent, MSG_NOSIGNAL);
