@@ -25,6 +25,7 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "common/clock.h"
 #include "common/http_client.h"
@@ -37,6 +38,8 @@
 #include "objstore/object_store.h"
 #include "server/control_plane.h"
 #include "server/fleet_config.h"
+#include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/wal_batching_vfs.h"
 #include "store/store.h"
 
 namespace {
@@ -321,6 +324,7 @@ int main(int argc, char** argv) {
   double e2e_cpu = 0;
   double raw = 0;
   std::string backend;
+  std::string group_commit;  // SQLite only
   {
     auto store = must(cp::open_store(store_url), "open store");
     must(store->migrate(), "migrate");
@@ -328,8 +332,20 @@ int main(int argc, char** argv) {
     const double cpu0 = cpu_seconds();
     WithoutJournal without_journal(*store);
     cp::Store& served = no_journal ? static_cast<cp::Store&>(without_journal) : *store;
+    const auto wal0 = cp::sqlite::wal_batching_stats();
     e2e = run_end_to_end(served, *objects, tasks, clients, http_threads, !no_scheduler);
     e2e_cpu = cpu_seconds() - cpu0;
+    if (const auto* sqlite = dynamic_cast<const cp::SqliteStore*>(store.get())) {
+      // Group commit: how many write()s shared a transaction, and how much
+      // of the run the single writer was busy (near all: it is the limit).
+      const auto g = sqlite->group_stats();
+      const auto wal = cp::sqlite::wal_batching_stats();
+      group_commit = fmt::format(
+          "group commit: {} transactions for {} writes ({:.2f} a transaction), writer busy {:.1f} s of {:.1f} s; "
+          "WAL: {} writes by SQLite in {} to the file",
+          g.groups, g.writes, g.groups ? static_cast<double>(g.writes) / static_cast<double>(g.groups) : 0.0,
+          g.busy_s, e2e.seconds_to_dispatch, wal.writes - wal0.writes, wal.flushes - wal0.flushes);
+    }
     // The same rows, into the same database, with nothing else running.
     raw = raw_insert_per_sec(*store, tasks, batch);
   }
@@ -347,6 +363,7 @@ int main(int argc, char** argv) {
   // a task costs (server and clients together) much less.
   std::printf("cpu: %.1f s for the end-to-end run, %.0f us a task (clients included)\n", e2e_cpu,
               e2e_cpu * 1e6 / std::max<double>(1, static_cast<double>(e2e.accepted)));
+  if (!group_commit.empty()) std::printf("%s\n", group_commit.c_str());
   std::printf("raw batched insert (%d tasks a transaction): %.0f tasks/s\n", batch, raw);
   if (e2e.accepted != tasks || e2e.dispatched < e2e.accepted) {
     std::printf("ERROR not every task was accepted and dispatched\n");

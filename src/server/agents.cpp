@@ -268,9 +268,11 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   // fall back to sent_at, which counts any time the request queued as offset.
   const bool clock_known = req.clock_delay_ms >= 0 || req.sent_at != 0;
   const Millis clock_offset = req.clock_delay_ms >= 0 ? req.clock_offset_ms : req.sent_at != 0 ? req.sent_at - now : 0;
+  std::set<std::string> reported;  // the attempts this sync reports on
   CP_TRY(store_.write([&](Tx& tx) -> Status {
     // Store::write runs the body again after a conflict or a busy database:
     // no order computed by a run that rolled back may reach the agent.
+    reported.clear();
     resp.start.clear();
     resp.stop.clear();
     resp.ack.clear();
@@ -389,7 +391,6 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     }
 
     // Attempt reports.
-    std::set<std::string> reported;
     for (const auto& r : req.attempts) {
       reported.insert(r.attempt_id);
       CP_ASSIGN(auto a, tx.get_attempt(r.attempt_id));
@@ -438,11 +439,15 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
     }
     CP_ASSIGN(bool ended, end_unstarted_stops(tx, cid, reported, now, actor));
     freed = freed || ended;
-    CP_TRY(compute_orders(tx, cid, reported, resp));
     return {};
   }));
   if (nodes_written) fleet_nodes_.changed(cid);
   if (stale_request) return pending_orders(cid, req.attempts, now);
+  // The orders, from what this sync committed or anything newer, in a read
+  // transaction: decoding every active attempt of the cluster (and the task
+  // of each one to start) is most of a sync's cost on a busy cluster, and a
+  // read runs beside the writer instead of holding it.
+  CP_TRY(store_.read([&](Tx& tx) -> Status { return compute_orders(tx, cid, reported, resp); }));
   {
     std::lock_guard lock(contacts_mu_);
     auto& at = contacts_[cid];

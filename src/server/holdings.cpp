@@ -14,7 +14,8 @@ constexpr std::int64_t kMaxGpuIndices = 4096;
 
 }  // namespace
 
-Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live) {
+Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
+                                                 const std::vector<sched::Placement>& placements) {
   std::unique_ptr<Holdings> h(new Holdings());
   CP_ASSIGN(h->groups_, tx.list_resource_groups());
   h->quota_.emplace(h->groups_);
@@ -22,27 +23,38 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live) {
   for (const auto& pc : classes) h->preemptible_[pc.name] = pc.preemptible;
   CP_ASSIGN(auto clusters, tx.list_clusters());
   for (const auto& c : clusters) h->pool_of_[c.id] = c.storage_pool;
-  CP_ASSIGN(auto nodes, tx.list_nodes(""));
-  for (auto& n : nodes) {
-    NodeKey key{n.cluster_id, n.name};
-    h->nodes_.emplace(std::move(key), std::move(n));
+  for (const auto& pl : placements) {
+    for (const auto& rp : pl.placements) {
+      NodeKey key{pl.cluster_id, rp.node};
+      if (h->use_.contains(key)) continue;
+      h->use_.emplace(key, NodeUse{});  // charged below; marks the node as read
+      CP_ASSIGN(auto n, tx.get_node(pl.cluster_id, rp.node));
+      if (n) h->nodes_.emplace(std::move(key), std::move(*n));
+    }
   }
 
   std::map<std::string, std::string> group_of;  // of tasks that are not live, read here
-  for (const Attempt* a : live.attempts()) {
-    if (const Task* t = live.task(a->task_id)) {
-      h->charge(*a, t->resource_group);
-      continue;
+  Status status;
+  live.for_each_attempt([&](const Attempt& a) {
+    if (!status.ok()) return;
+    if (const Task* t = live.task(a.task_id)) {
+      h->charge(a, t->resource_group);
+      return;
     }
     // An active attempt of a task in another state should not exist; still
     // charge it to its task's group rather than let it hold quota unseen.
-    auto g = group_of.find(a->task_id);
+    auto g = group_of.find(a.task_id);
     if (g == group_of.end()) {
-      CP_ASSIGN(auto t, tx.get_task(a->task_id));
-      g = group_of.emplace(a->task_id, t ? t->resource_group : std::string()).first;
+      auto t = tx.get_task(a.task_id);
+      if (!t.ok()) {
+        status = t.error();
+        return;
+      }
+      g = group_of.emplace(a.task_id, *t ? (*t)->resource_group : std::string()).first;
     }
-    h->charge(*a, g->second);
-  }
+    h->charge(a, g->second);
+  });
+  CP_TRY(status);
   return h;
 }
 
@@ -52,9 +64,10 @@ void Holdings::charge(const Attempt& a, const std::string& resource_group) {
   const auto replicas = static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
   if (!resource_group.empty()) quota_->add(resource_group, a.resources, replicas);
   for (const auto& rp : a.placements) {
-    auto& use = use_[NodeKey{a.cluster_id, rp.node}];
-    use.used.add(a.resources);
-    use.gpus_taken.insert(rp.gpu_indices.begin(), rp.gpu_indices.end());
+    auto use = use_.find(NodeKey{a.cluster_id, rp.node});
+    if (use == use_.end()) continue;  // no placement of the plan is on this node
+    use->second.used.add(a.resources);
+    use->second.gpus_taken.insert(rp.gpu_indices.begin(), rp.gpu_indices.end());
   }
 }
 

@@ -33,17 +33,22 @@ namespace cp::internal {
 
 class Holdings {
  public:
-  // Reads groups, priority classes, clusters and nodes in `tx`, and charges
-  // the active attempts of `live`, brought up to date in `tx` (live_work.h),
-  // each to its task's resource group.
-  static Result<std::unique_ptr<Holdings>> load(Tx& tx, const LiveWork& live);
+  // Reads groups, priority classes and clusters in `tx`, and the nodes that
+  // `placements` use (only those: recheck() says any other node is gone),
+  // and charges the active attempts of `live`, brought up to date in `tx`
+  // (live_work.h): each to its task's resource group, and to those nodes.
+  // Reading and charging every node of the fleet here cost the writer the
+  // whole fleet at every cycle, for the few nodes a plan places on.
+  static Result<std::unique_ptr<Holdings>> load(Tx& tx, const LiveWork& live,
+                                                const std::vector<sched::Placement>& placements);
 
   Holdings(const Holdings&) = delete;
   Holdings& operator=(const Holdings&) = delete;
 
   // Why `pl` for task `t` cannot be applied any more; nullopt when it can.
   std::optional<std::string> recheck(const Task& t, const sched::Placement& pl) const;
-  // Charges an attempt (per replica x replicas) to a group and to its nodes.
+  // Charges an attempt (per replica x replicas) to a group and to those of
+  // its nodes that were loaded.
   void charge(const Attempt& a, const std::string& resource_group);
 
  private:

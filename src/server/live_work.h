@@ -56,6 +56,11 @@ class LiveWork {
   const Task* task(const std::string& id) const;
   // Active attempts by (cluster, id), as the store lists them.
   std::vector<const Attempt*> attempts() const;
+  // Each active attempt, in no particular order (nothing sorted).
+  template <typename Fn>
+  void for_each_attempt(Fn&& fn) const {
+    for (const auto& [id, a] : attempts_) fn(a);
+  }
 
   // Counters for the debug log and the tests.
   struct Stats {

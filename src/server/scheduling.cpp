@@ -254,7 +254,7 @@ Status ControlPlane::schedule_once() {
       // The live work as of this transaction: what committed since the
       // snapshot (work that ended, or anything written behind our back).
       CP_TRY(live_work_.refresh(tx, store_.changes(), LiveWork::mark(store_), now, /*periodic=*/false));
-      CP_ASSIGN(held, internal::Holdings::load(tx, live_work_));
+      CP_ASSIGN(held, internal::Holdings::load(tx, live_work_, plan.placements));
     }
 
     std::map<std::string, std::pair<std::int64_t, Millis>> dispatched;  // cluster -> (attempts, wait)

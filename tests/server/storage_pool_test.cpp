@@ -142,11 +142,15 @@ TEST_F(StoragePoolTest, ApplyRefusesAPlacementOutsideTheTasksPool) {
   pl.task_id = t.id;
   pl.per_replica = Resources::parse_or_die("cpu:1,gpu/a100:1");
   pl.placements = {ReplicaPlacement{0, "c3-n1", {1}}};
+  sched::Placement on_c3 = pl, on_c2 = pl;
+  on_c3.cluster_id = "c3";
+  on_c2.cluster_id = "c2";
+  on_c2.placements = {ReplicaPlacement{0, "c2-n1", {1}}};
   std::optional<std::string> to_c3, to_c2, unbound_to_c3;
   ASSERT_TRUE(store_->write([&](Tx& tx) -> Status {
                       LiveWork live;
                       CP_TRY(live.refresh(tx, nullptr, 0, 0));
-                      CP_ASSIGN(auto held, internal::Holdings::load(tx, live));
+                      CP_ASSIGN(auto held, internal::Holdings::load(tx, live, {on_c3, on_c2}));
                       pl.cluster_id = "c3";
                       to_c3 = held->recheck(t, pl);
                       Task unbound = t;

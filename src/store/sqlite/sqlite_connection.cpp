@@ -97,9 +97,9 @@ std::string Statement::column_text(int col) const {
 
 // --------------------------------------------------------------- Connection
 
-Result<std::unique_ptr<Connection>> Connection::open(const std::string& filename, int flags) {
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& filename, int flags, const char* vfs) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(filename.c_str(), &db, flags, nullptr);
+  int rc = sqlite3_open_v2(filename.c_str(), &db, flags, vfs);
   if (rc != SQLITE_OK) {
     // Even a failed open usually returns a handle that holds the message.
     std::string message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);

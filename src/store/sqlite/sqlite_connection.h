@@ -62,8 +62,10 @@ class Statement {
 
 class Connection {
  public:
-  // flags as for sqlite3_open_v2. Errors are store_error 503.
-  static Result<std::unique_ptr<Connection>> open(const std::string& filename, int flags);
+  // flags and vfs as for sqlite3_open_v2 (nullptr: the default VFS).
+  // Errors are store_error 503.
+  static Result<std::unique_ptr<Connection>> open(const std::string& filename, int flags,
+                                                  const char* vfs = nullptr);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

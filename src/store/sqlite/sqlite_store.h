@@ -69,6 +69,15 @@ class SqliteStore final : public Store {
   std::string backend() const override { return "sqlite"; }
   ChangeJournal* changes() override { return &changes_; }
 
+  // Group commit so far (for the benchmark): transactions, the write()s
+  // they carried, and the seconds the writer spent running them.
+  struct GroupStats {
+    std::int64_t groups = 0;
+    std::int64_t writes = 0;
+    double busy_s = 0;
+  };
+  GroupStats group_stats() const;
+
   // A busy database (another process holds the write lock past the busy
   // timeout) gets the whole transaction body run again, this many times.
   static constexpr int kBusyRetries = 5;
@@ -122,6 +131,9 @@ class SqliteStore final : public Store {
   std::condition_variable queue_cv_;
   std::vector<PendingWrite*> queue_;
   bool leading_ = false;  // a caller is running a group
+  std::atomic<std::int64_t> groups_{0};
+  std::atomic<std::int64_t> grouped_writes_{0};
+  std::atomic<std::int64_t> writer_busy_ns_{0};
   ChangeJournal changes_;
 
 };
