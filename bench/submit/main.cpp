@@ -3,13 +3,13 @@
 // created for the agent), against how many a second the same rows go into the
 // same store by a raw batched insert, measured in the same run.
 //
-//   cubeplane-bench-submit [--store URL] [--tasks N] [--clients C]
+//   cubeplane-bench-submit [--store URL] [--tasks N] [--clients C] [--cold-scheduler] [--no-journal]
 //
 // The server is the real one in this process: ControlPlane, the HTTP server
 // with the API routes (4 threads, as `cubeplane server`), the background
 // scheduling loop. Clients are C threads, each with its own keep-alive
 // connection (libcurl), each submitting a one-step pipeline (1 CPU) at a
-// time. One cluster of 64 nodes with room for every task; its agent is
+// time. One cluster of 64 nodes (--nodes) with room for every task; its agent is
 // simulated in process (it registers, then syncs its nodes every 5 s), since
 // what an agent does after Dispatched is the agent benchmark's business.
 //
@@ -47,7 +47,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kNodes = 64;
+int g_nodes = 64;  // --nodes
 
 std::string fleet_yaml(int tasks) {
   const int cpus = std::max(1, tasks);
@@ -70,7 +70,7 @@ cp::NodeReport node(int i, int tasks) {
   cp::NodeReport n;
   n.name = "n" + std::to_string(i);
   // Room for every task, spread over the nodes, and some to spare.
-  const int cpus = tasks / kNodes + 16;
+  const int cpus = tasks / g_nodes + 16;
   n.capacity = cp::Resources::parse_or_die("cpu:" + std::to_string(cpus) + ",memory:" + std::to_string(cpus) + "Gi");
   n.allocatable = n.capacity;
   return n;
@@ -142,8 +142,9 @@ struct EndToEnd {
 };
 
 EndToEnd run_end_to_end(cp::Store& store, cp::ObjectStore& objects, int tasks, int clients, int http_threads,
-                        bool schedule) {
+                        bool schedule, bool warm_scheduler) {
   cp::ServerConfig config;
+  config.warm_scheduler = warm_scheduler;
   cp::ControlPlane control(store, objects, cp::SystemClock::instance(), config);
   cp::Principal admin;
   admin.user = "admin";
@@ -161,7 +162,7 @@ EndToEnd run_end_to_end(cp::Store& store, cp::ObjectStore& objects, int tasks, i
   cp::SyncRequest sync;
   sync.cluster_id = "bench";
   sync.agent_instance = "bench-agent";
-  for (int i = 0; i < kNodes; ++i) sync.nodes.push_back(node(i, tasks));
+  for (int i = 0; i < g_nodes; ++i) sync.nodes.push_back(node(i, tasks));
   must(control.agent_sync(agent, sync), "first sync");
 
   cp::http::Metrics metrics;
@@ -294,16 +295,21 @@ int main(int argc, char** argv) {
   bool quick = false;
   bool no_scheduler = false;
   bool no_journal = false;
+  bool cold_scheduler = false;
   std::string log_level = "warn";
   app.add_option("--store", store_url, "Store URL (default: a new SQLite file in a temporary directory)");
   app.add_option("--tasks", tasks, "Tasks to submit (one-step pipelines)")->check(CLI::PositiveNumber);
   app.add_option("--clients", clients, "Concurrent HTTP clients")->check(CLI::PositiveNumber);
   app.add_option("--http-threads", http_threads, "The HTTP server's threads (cubeplane server runs 4)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--nodes", g_nodes, "Nodes of the one cluster (each scheduling cycle reads them all)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--batch", batch, "Tasks per transaction of the raw insert")->check(CLI::PositiveNumber);
   app.add_flag("--quick", quick, "A small run for CI: 1,000 tasks, 8 clients, temporary SQLite");
   app.add_flag("--no-journal", no_journal,
                "Hide the store's change journal: every scheduling cycle reads all live work (as before it)");
+  app.add_flag("--cold-scheduler", cold_scheduler,
+               "Build the scheduler's state from all live work at every cycle (as before it was kept warm)");
   app.add_flag("--no-scheduler", no_scheduler, "Only submit (what the HTTP and store path alone sustain)");
   app.add_option("--log-level", log_level, "The server's log level (debug shows each scheduling cycle's times)");
   CLI11_PARSE(app, argc, argv);
@@ -333,7 +339,7 @@ int main(int argc, char** argv) {
     WithoutJournal without_journal(*store);
     cp::Store& served = no_journal ? static_cast<cp::Store&>(without_journal) : *store;
     const auto wal0 = cp::sqlite::wal_batching_stats();
-    e2e = run_end_to_end(served, *objects, tasks, clients, http_threads, !no_scheduler);
+    e2e = run_end_to_end(served, *objects, tasks, clients, http_threads, !no_scheduler, !cold_scheduler);
     e2e_cpu = cpu_seconds() - cpu0;
     if (const auto* sqlite = dynamic_cast<const cp::SqliteStore*>(store.get())) {
       // Group commit: how many write()s shared a transaction, and how much

@@ -29,6 +29,7 @@
 #include "server/live_inventory.h"
 #include "server/live_work.h"
 #include "server/principal.h"
+#include "server/warm_schedule.h"
 #include "store/store.h"
 
 namespace cp {
@@ -87,6 +88,15 @@ struct ServerConfig {
   bool fair_share = true;          // order within a group by dominant share after priority
   int reservations_per_group = 1;  // blocked tasks per group that hold what they wait for; 0: none
   int max_victims = 64;            // the most victims one preemption may pick
+  // Keep the scheduler's indexed state between cycles (warm_schedule.h);
+  // false: build it from the whole live work at every cycle (as before it;
+  // for comparisons, e.g. cubeplane-bench-submit --cold-scheduler).
+  bool warm_scheduler = true;
+  // Each cycle, compare the scheduler's kept state (warm_schedule.h) with the
+  // live work and fleet as read, field by field; a difference is logged,
+  // counted (warm_check_failures()) and the state built again. Costs a full
+  // pass over the running work per cycle: for the tests, not production.
+  bool verify_warm_scheduler = false;
 };
 
 // Figures for /metrics, computed from the store.
@@ -216,6 +226,9 @@ class ControlPlane {
   // ------------------------------------------------------------ the loop
   // One scheduling cycle: snapshot -> decide -> apply in one transaction.
   Status schedule_once();
+  // Cycles whose kept scheduler state differed from the live work
+  // (ServerConfig::verify_warm_scheduler); 0 is the only right answer.
+  std::int64_t warm_check_failures() const { return warm_check_failures_.load(); }
   // Marks silent clusters offline and their attempts Lost; expires credentials.
   Status check_liveness();
   // One retention pass (see ServerConfig); what it removed. `more` when a
@@ -316,6 +329,8 @@ class ControlPlane {
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;
   LiveWork live_work_;  // under schedule_mu_
+  WarmSchedule warm_schedule_;  // under schedule_mu_
+  std::atomic<std::int64_t> warm_check_failures_{0};
 };
 
 }  // namespace cp

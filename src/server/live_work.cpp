@@ -53,6 +53,7 @@ Status LiveWork::read_everything(Tx& tx, Millis now) {
   }
   full_at_ = now;
   stats_.full_reads++;
+  touched_ = Touched{};  // everything
   return {};
 }
 
@@ -63,6 +64,7 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
     if (!seen.insert(id).second) continue;
     CP_ASSIGN(auto t, tx.get_task(id));
     stats_.rows_read++;
+    touch(touched_.tasks, id);
     if (t && kLive.contains(t->state)) {
       tasks_.insert_or_assign(id, std::move(*t));
     } else {
@@ -74,6 +76,7 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
     if (!seen.insert(id).second) continue;
     CP_ASSIGN(auto a, tx.get_attempt(id));
     stats_.rows_read++;
+    touch(touched_.attempts, id);
     if (a && !is_terminal(a->state)) {
       attempts_.insert_or_assign(id, std::move(*a));
     } else {
@@ -92,6 +95,27 @@ std::vector<const Task*> LiveWork::queued() const {
     return a->created_at != b->created_at ? a->created_at < b->created_at : a->id < b->id;
   });
   return out;
+}
+
+void LiveWork::touch(std::vector<std::string>& ids, const std::string& id) {
+  if (touched_.everything) return;  // nothing to list: all of it is new to the reader
+  if (touched_.tasks.size() + touched_.attempts.size() >= kMaxTouched) {
+    touched_ = Touched{};
+    return;
+  }
+  ids.push_back(id);
+}
+
+LiveWork::Touched LiveWork::take_touched() {
+  Touched out = std::move(touched_);
+  touched_ = Touched{};
+  touched_.everything = false;
+  return out;
+}
+
+const Attempt* LiveWork::attempt(const std::string& id) const {
+  auto it = attempts_.find(id);
+  return it == attempts_.end() ? nullptr : &it->second;
 }
 
 const Task* LiveWork::task(const std::string& id) const {

@@ -56,11 +56,24 @@ class LiveWork {
   const Task* task(const std::string& id) const;
   // Active attempts by (cluster, id), as the store lists them.
   std::vector<const Attempt*> attempts() const;
+  // An active attempt, or nullptr.
+  const Attempt* attempt(const std::string& id) const;
   // Each active attempt, in no particular order (nothing sorted).
   template <typename Fn>
   void for_each_attempt(Fn&& fn) const {
     for (const auto& [id, a] : attempts_) fn(a);
   }
+
+  // The rows read again since the last take_touched(): what the kept
+  // scheduler (warm_schedule.h) must look at. `everything`: a full read
+  // happened (or too many ids piled up), so every row may have changed.
+  struct Touched {
+    bool everything = true;
+    std::vector<std::string> tasks;
+    std::vector<std::string> attempts;
+  };
+  Touched take_touched();
+  std::size_t attempt_count() const { return attempts_.size(); }
 
   // Counters for the debug log and the tests.
   struct Stats {
@@ -72,8 +85,12 @@ class LiveWork {
  private:
   Status read_everything(Tx& tx, Millis now);
   Status read_changed(Tx& tx, const ChangedRows& changed);
+  void touch(std::vector<std::string>& ids, const std::string& id);
+
+  static constexpr std::size_t kMaxTouched = 200'000;
 
   bool loaded_ = false;
+  Touched touched_;
   Millis full_at_ = 0;
   std::unordered_map<std::string, Task> tasks_;
   std::unordered_map<std::string, Attempt> attempts_;

@@ -1,7 +1,9 @@
 // The scheduling cycle and the liveness sweep.
 //
-//   read tx:  snapshot (clusters, nodes, groups, classes, running work) + queue
-//   decide(): pure, in src/sched
+//   read tx:  live work brought up to date (live_work.h), clusters, nodes,
+//             groups, classes, and the queue
+//   decide(): pure, in src/sched, on the state kept between cycles
+//             (warm_schedule.h: only what changed is handed to it)
 //   write tx: re-check each placement against the store (holdings.h: task
 //             still Queued, quota with borrowing, node room, GPU indices) and
 //             create its attempt; mark each preemption's victim Stopping (if
@@ -37,15 +39,13 @@
 #include "server/holdings.h"
 #include "server/internal.h"
 #include "server/live_work.h"
+#include "server/warm_schedule.h"
 
 namespace cp {
 
 using internal::make_event;
 
 namespace {
-
-const std::set<TaskState> kHolding = {TaskState::Admitted, TaskState::Dispatched, TaskState::Running,
-                                      TaskState::Preempting};
 
 bool same_reasons(const std::vector<PendingReason>& a, const std::vector<PendingReason>& b) {
   if (a.size() != b.size()) return false;
@@ -60,8 +60,10 @@ struct Loaded {
   std::vector<sched::QueuedTask> queue;
 };
 
-// The cycle's input: the live work (brought up to date in `tx` by the
-// caller), and the fleet and its settings as read in `tx`.
+// The cycle's input: the queue from the live work (brought up to date in
+// `tx` by the caller), and the fleet and its settings as read in `tx`. The
+// running work is not copied here: the kept scheduler (warm_schedule.h)
+// takes what changed of it from the live work.
 Status load(Tx& tx, const ServerConfig& config, const LiveWork& live, Loaded& out) {
   // The queue first: with nothing queued (most wakes of an idle fleet, e.g.
   // by agent syncs) the rest of the state is not needed.
@@ -75,38 +77,6 @@ Status load(Tx& tx, const ServerConfig& config, const LiveWork& live, Loaded& ou
   CP_ASSIGN(s.nodes, tx.list_nodes(""));
   CP_ASSIGN(s.resource_groups, tx.list_resource_groups());
   CP_ASSIGN(s.priority_classes, tx.list_priority_classes());
-  std::map<std::string, bool> preemptible;
-  for (const auto& pc : s.priority_classes) preemptible[pc.name] = pc.preemptible;
-
-  const auto attempts = live.attempts();
-  s.running.reserve(attempts.size());
-  for (const Attempt* ap : attempts) {
-    const Attempt& a = *ap;
-    sched::RunningWork w;
-    w.task_id = a.task_id;
-    w.attempt_id = a.id;
-    w.cluster_id = a.cluster_id;
-    w.per_replica = a.resources;  // stored per replica (see the placement below)
-    w.placements = a.placements;
-    w.started_at = a.started_at;
-    w.stopping = a.state == AttemptState::Stopping;
-    const Task* tp = live.task(a.task_id);
-    if (tp != nullptr && kHolding.contains(tp->state)) {
-      const Task& t = *tp;
-      w.resource_group = t.resource_group;
-      w.project_group = t.project_group;
-      w.user = t.user;
-      w.priority = t.priority;
-      w.checkpoint = t.step.checkpoint;
-      auto pit = preemptible.find(t.priority_class);
-      w.preemptible = pit == preemptible.end() ? true : pit->second;
-      // Told to stop already (preempted, or cancelled and in its grace): what
-      // it holds is freed soon; it is never chosen as a victim again.
-      w.stopping = w.stopping || t.state == TaskState::Preempting || t.cancel_requested;
-    }
-    s.running.push_back(std::move(w));
-  }
-
   std::map<std::string, TaskState> dep_state;
   for (const Task* t : queued) {
     for (const auto& d : t->depends_on) {
@@ -223,21 +193,48 @@ Status ControlPlane::schedule_once() {
   }));
   if (loaded.queue.empty()) return {};
   const auto t1 = Steady::now();
-  sched::Plan plan = sched::decide(loaded.snapshot, loaded.queue, now);
+  sched::Plan plan;
+  if (!config_.warm_scheduler) {
+    const auto preemptible = preemptible_classes(loaded.snapshot.priority_classes);
+    for (const Attempt* a : live_work_.attempts()) {
+      loaded.snapshot.running.push_back(running_work_of(*a, live_work_, preemptible));
+    }
+    plan = sched::decide(loaded.snapshot, loaded.queue, now);
+  } else if (config_.verify_warm_scheduler) {
+    // A copy of what is read this cycle, for the check below (the sync takes
+    // the snapshot).
+    const sched::Snapshot meta = loaded.snapshot;
+    sched::Scheduler& warm = warm_schedule_.sync(std::move(loaded.snapshot), live_work_);
+    if (std::string diff = warm_schedule_.differences(meta, live_work_); !diff.empty()) {
+      warm_check_failures_.fetch_add(1);
+      spdlog::error("kept scheduler state differs from the live work: {}; building it again", diff);
+      warm_schedule_.reset();
+      plan = warm_schedule_.sync(meta, live_work_).decide(loaded.queue, now);
+    } else {
+      plan = warm.decide(loaded.queue, now);
+    }
+  } else {
+    plan = warm_schedule_.sync(std::move(loaded.snapshot), live_work_).decide(loaded.queue, now);
+  }
   const auto t2 = Steady::now();
   struct LogTimes {
     Steady::time_point t0, t1, t2;
     std::int64_t rows_read;
+    std::size_t running;
+    const WarmSchedule::Stats& warm;
     const Loaded& loaded;
     const sched::Plan& plan;
     ~LogTimes() {
       auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
       spdlog::debug(
-          "cycle: {} queued, {} running: load {:.1f} ms ({} rows read), decide {:.1f} ms, apply {:.1f} ms; {} placed",
-          loaded.queue.size(), loaded.snapshot.running.size(), ms(t1 - t0), rows_read, ms(t2 - t1),
+          "cycle: {} queued, {} running: load {:.1f} ms ({} rows read), decide {:.1f} ms ({} builds, {} work and {} node "
+          "deltas so far), apply {:.1f} ms; {} placed",
+          loaded.queue.size(), running, ms(t1 - t0), rows_read, ms(t2 - t1), warm.builds, warm.work_deltas,
+          warm.node_deltas,
           ms(Steady::now() - t2), plan.placements.size());
     }
-  } log_times{t0, t1, t2, live_work_.stats().rows_read, loaded, plan};
+  } log_times{t0, t1, t2, live_work_.stats().rows_read, live_work_.attempt_count(), warm_schedule_.stats(), loaded,
+                    plan};
   if (plan.placements.empty() && plan.preemptions.empty() && plan.pending.empty()) return {};
 
   // No retry loop here: Store::write already runs the whole body again, a

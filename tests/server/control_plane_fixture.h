@@ -97,6 +97,7 @@ class ControlPlaneTest : public ::testing::Test {
     ASSERT_TRUE(store_->migrate().ok());
     objects_ = std::move(open_object_store("file://" + dir_.string())).value();
     ServerConfig cfg;
+    cfg.verify_warm_scheduler = true;
     cfg.lease_ttl_s = 30;
     cfg.lost_after_s = 40;
     cfg.credential_ttl_s = 3600;
@@ -115,6 +116,10 @@ class ControlPlaneTest : public ::testing::Test {
   virtual void configure(ServerConfig&) {}
 
   void TearDown() override {
+    // Every cycle's kept scheduler state matched the live work (verify_warm_scheduler).
+    if (cp_) {
+      EXPECT_EQ(cp_->warm_check_failures(), 0);
+    }
     cp_.reset();
     std::filesystem::remove_all(dir_);
   }

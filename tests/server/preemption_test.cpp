@@ -111,7 +111,9 @@ class PreemptionTest : public ::testing::Test {
     ASSERT_TRUE(inner_->migrate().ok());
     store_ = std::make_unique<BetweenSnapshotAndApply>(*inner_);
     objects_ = std::move(open_object_store("file://" + dir_.string())).value();
-    cp_ = std::make_unique<ControlPlane>(*store_, *objects_, clock_, ServerConfig{});
+    ServerConfig cfg;
+    cfg.verify_warm_scheduler = true;
+    cp_ = std::make_unique<ControlPlane>(*store_, *objects_, clock_, cfg);
     auto admin_token = cp_->ensure_admin_token();
     ASSERT_TRUE(admin_token.ok() && admin_token->has_value());
     admin_ = cp_->authenticate(**admin_token).value();
@@ -129,6 +131,9 @@ class PreemptionTest : public ::testing::Test {
     sync({});
   }
   void TearDown() override {
+    if (cp_) {
+      EXPECT_EQ(cp_->warm_check_failures(), 0);
+    }
     cp_.reset();
     std::filesystem::remove_all(dir_);
   }

@@ -1,0 +1,204 @@
+#include "server/warm_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include "store/store.h"
+
+namespace cp {
+namespace {
+
+Task task(const std::string& id, TaskState state, const std::string& priority_class = "batch") {
+  Task t;
+  t.id = id;
+  t.pipeline_id = "p-1";
+  t.name = id;
+  t.project_group = "pa";
+  t.resource_group = "rg-a";
+  t.user = "alice";
+  t.priority_class = priority_class;
+  t.priority = 100;
+  t.state = state;
+  t.created_at = t.updated_at = 1000;
+  t.step.resources = Resources::parse_or_die("cpu:1,gpu/a100:1");
+  return t;
+}
+
+Attempt attempt(const std::string& task_id, AttemptState state, const std::string& node = "n1") {
+  Attempt a;
+  a.id = task_id + ".1";
+  a.task_id = task_id;
+  a.number = 1;
+  a.epoch = 1;
+  a.cluster_id = "c1";
+  a.state = state;
+  a.resources = Resources::parse_or_die("cpu:1,gpu/a100:1");
+  a.placements = {ReplicaPlacement{0, node, {0}}};
+  return a;
+}
+
+Node node(const std::string& name, int gpus = 4) {
+  Node n;
+  n.cluster_id = "c1";
+  n.name = name;
+  n.capacity = Resources::parse_or_die("cpu:32,memory:128Gi,gpu/a100:" + std::to_string(gpus));
+  n.allocatable = n.capacity;
+  for (int i = 0; i < gpus; ++i) n.gpus.push_back(GpuDevice{i, "GPU-" + std::to_string(i), "a100", 80, 0, 0});
+  return n;
+}
+
+// The fleet as a cycle reads it: one online cluster, one group, two classes.
+sched::Snapshot meta(std::vector<Node> nodes) {
+  sched::Snapshot s;
+  Cluster c;
+  c.id = "c1";
+  c.state = ClusterState::online;
+  c.state_reason.clear();
+  s.clusters.push_back(c);
+  ResourceGroup rg;
+  rg.name = "rg-a";
+  rg.clusters = {"c1"};
+  s.resource_groups.push_back(rg);
+  PriorityClass batch;
+  batch.name = "batch";
+  batch.value = 100;
+  PriorityClass high;
+  high.name = "inference-high";
+  high.value = 1000;
+  high.preemptible = false;
+  s.priority_classes = {batch, high};
+  s.nodes = std::move(nodes);
+  return s;
+}
+
+class WarmScheduleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = std::move(open_store("sqlite::memory:")).value();
+    ASSERT_TRUE(store_->migrate().ok());
+  }
+  void write(const std::function<Status(Tx&)>& body) { ASSERT_TRUE(store_->write(body).ok()); }
+  // A cycle's first half: the live work brought up to date, the kept state
+  // synced, and then checked against the live work.
+  void cycle(const sched::Snapshot& m) {
+    const auto mark = LiveWork::mark(*store_);
+    ASSERT_TRUE(store_->read([&](Tx& tx) { return live_.refresh(tx, store_->changes(), mark, 10'000); }).ok());
+    warm_.sync(m, live_);
+    EXPECT_EQ(warm_.differences(m, live_), "");
+  }
+  const sched::RunningWork* kept(const std::string& attempt_id) {
+    snapshot_ = warm_.sync(meta_, live_).snapshot();
+    for (const auto& w : snapshot_.running) {
+      if (w.attempt_id == attempt_id) return &w;
+    }
+    return nullptr;
+  }
+
+  std::unique_ptr<Store> store_;
+  LiveWork live_;
+  WarmSchedule warm_;
+  sched::Snapshot meta_ = meta({node("n1"), node("n2")});
+  sched::Snapshot snapshot_;
+};
+
+TEST_F(WarmScheduleTest, BuildsOnceThenFollowsAttemptsAsDeltas) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-a", TaskState::Dispatched)));
+    return tx.insert_attempt(attempt("t-a", AttemptState::Dispatched));
+  });
+  cycle(meta_);
+  EXPECT_EQ(warm_.stats().builds, 1);
+  ASSERT_NE(kept("t-a.1"), nullptr);
+
+  // A new attempt, then the first one ends: two deltas, no build.
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-b", TaskState::Running)));
+    return tx.insert_attempt(attempt("t-b", AttemptState::Running, "n2"));
+  });
+  cycle(meta_);
+  write([](Tx& tx) -> Status {
+    Attempt a = attempt("t-a", AttemptState::Succeeded);
+    CP_TRY(tx.update_attempt(a));
+    return tx.update_task(task("t-a", TaskState::Succeeded));
+  });
+  cycle(meta_);
+  EXPECT_EQ(warm_.stats().builds, 1);
+  EXPECT_EQ(warm_.stats().work_deltas, 2);
+  EXPECT_EQ(kept("t-a.1"), nullptr);
+  ASSERT_NE(kept("t-b.1"), nullptr);
+  EXPECT_EQ(kept("t-b.1")->placements.front().node, "n2");
+}
+
+TEST_F(WarmScheduleTest, AChangeToTheTaskAloneReachesItsWork) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-a", TaskState::Running)));
+    return tx.insert_attempt(attempt("t-a", AttemptState::Running));
+  });
+  cycle(meta_);
+  ASSERT_NE(kept("t-a.1"), nullptr);
+  EXPECT_FALSE(kept("t-a.1")->stopping);
+  // Cancelled: only the task row changes; its work is told to stop.
+  write([](Tx& tx) -> Status {
+    Task t = task("t-a", TaskState::Running);
+    t.cancel_requested = true;
+    return tx.update_task(t);
+  });
+  cycle(meta_);
+  ASSERT_NE(kept("t-a.1"), nullptr);
+  EXPECT_TRUE(kept("t-a.1")->stopping);
+  EXPECT_EQ(warm_.stats().builds, 1);
+}
+
+TEST_F(WarmScheduleTest, NodesChangeAloneAndWhatTheSchedulerDoesNotReadChangesNothing) {
+  cycle(meta_);
+  // Measured use and host facts change at every agent sync: not a delta.
+  sched::Snapshot m = meta_;
+  m.nodes[0].gpus[0].utilization = 97;
+  m.nodes[0].gpus[0].memory_used = 40;
+  m.nodes[0].updated_at = 123;
+  m.clusters[0].last_contact = 456;
+  cycle(m);
+  EXPECT_EQ(warm_.stats().node_deltas, 0);
+  EXPECT_EQ(warm_.stats().builds, 1);
+  // Maintenance on n1, n2 gone, n3 new.
+  m.nodes[0].maintenance = true;
+  m.nodes[1] = node("n3");
+  cycle(m);
+  EXPECT_EQ(warm_.stats().node_deltas, 3);
+  const auto s = warm_.sync(m, live_).snapshot();
+  ASSERT_EQ(s.nodes.size(), 2u);
+  EXPECT_TRUE(s.nodes[0].maintenance);
+}
+
+TEST_F(WarmScheduleTest, AChangedPriorityClassBuildsEverythingAgain) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-a", TaskState::Running)));
+    return tx.insert_attempt(attempt("t-a", AttemptState::Running));
+  });
+  cycle(meta_);
+  ASSERT_NE(kept("t-a.1"), nullptr);
+  EXPECT_TRUE(kept("t-a.1")->preemptible);
+  // batch becomes not preemptible: no row changed, yet every batch work must follow.
+  meta_.priority_classes[0].preemptible = false;
+  cycle(meta_);
+  EXPECT_EQ(warm_.stats().builds, 2);
+  ASSERT_NE(kept("t-a.1"), nullptr);
+  EXPECT_FALSE(kept("t-a.1")->preemptible);
+}
+
+TEST_F(WarmScheduleTest, DifferencesNameWhatTheKeptStateMissed) {
+  cycle(meta_);
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-a", TaskState::Running)));
+    return tx.insert_attempt(attempt("t-a", AttemptState::Running));
+  });
+  // The live work read the new rows, the kept state did not sync yet.
+  const auto mark = LiveWork::mark(*store_);
+  ASSERT_TRUE(store_->read([&](Tx& tx) { return live_.refresh(tx, store_->changes(), mark, 10'000); }).ok());
+  EXPECT_EQ(warm_.differences(meta_, live_), "work t-a.1 missing");
+  sched::Snapshot m = meta_;
+  m.nodes.pop_back();
+  EXPECT_NE(warm_.differences(m, live_).find("node c1/n2 kept but gone"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cp
