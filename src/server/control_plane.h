@@ -329,7 +329,8 @@ class ControlPlane {
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;
   LiveWork live_work_;  // under schedule_mu_
-  WarmSchedule warm_schedule_;  // under schedule_mu_
+  SchedulerNodes scheduler_nodes_;  // under schedule_mu_
+  WarmSchedule warm_schedule_;      // under schedule_mu_
   std::atomic<std::int64_t> warm_check_failures_{0};
 };
 

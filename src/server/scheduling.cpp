@@ -61,10 +61,12 @@ struct Loaded {
 };
 
 // The cycle's input: the queue from the live work (brought up to date in
-// `tx` by the caller), and the fleet and its settings as read in `tx`. The
-// running work is not copied here: the kept scheduler (warm_schedule.h)
-// takes what changed of it from the live work.
-Status load(Tx& tx, const ServerConfig& config, const LiveWork& live, Loaded& out) {
+// `tx` by the caller), and the fleet and its settings as read in `tx` (the
+// nodes into `nodes`, which reads only clusters whose nodes were written
+// since, by `node_marks`). The running work is not copied here: the kept
+// scheduler (warm_schedule.h) takes what changed of it from the live work.
+Status load(Tx& tx, const ServerConfig& config, const LiveWork& live, SchedulerNodes& nodes,
+            const FleetNodes::Marks& node_marks, Millis now, Loaded& out) {
   // The queue first: with nothing queued (most wakes of an idle fleet, e.g.
   // by agent syncs) the rest of the state is not needed.
   const auto queued = live.queued();
@@ -74,7 +76,11 @@ Status load(Tx& tx, const ServerConfig& config, const LiveWork& live, Loaded& ou
   s.config.reservations_per_group = config.reservations_per_group;
   s.config.max_victims = config.max_victims;
   CP_ASSIGN(s.clusters, tx.list_clusters());
-  CP_ASSIGN(s.nodes, tx.list_nodes(""));
+  CP_TRY(nodes.refresh(tx, node_marks, s.clusters, now));
+  // The nodes as stored, for the check that the kept ones are not stale.
+  if (config.verify_warm_scheduler) {
+    CP_ASSIGN(s.nodes, tx.list_nodes(""));
+  }
   CP_ASSIGN(s.resource_groups, tx.list_resource_groups());
   CP_ASSIGN(s.priority_classes, tx.list_priority_classes());
   std::map<std::string, TaskState> dep_state;
@@ -186,15 +192,19 @@ Status ControlPlane::schedule_once() {
   using Steady = std::chrono::steady_clock;
   const auto t0 = Steady::now();
   Loaded loaded;
-  const std::uint64_t mark = LiveWork::mark(store_);  // before the read transaction opens
+  // Both before the read transaction opens (live_work.h, fleet_nodes.h).
+  const std::uint64_t mark = LiveWork::mark(store_);
+  const FleetNodes::Marks node_marks = fleet_nodes_.marks();
   CP_TRY(store_.read([&](Tx& tx) -> Status {
     CP_TRY(live_work_.refresh(tx, store_.changes(), mark, now));
-    return load(tx, config_, live_work_, loaded);
+    return load(tx, config_, live_work_, scheduler_nodes_, node_marks, now, loaded);
   }));
   if (loaded.queue.empty()) return {};
   const auto t1 = Steady::now();
   sched::Plan plan;
   if (!config_.warm_scheduler) {
+    loaded.snapshot.nodes = scheduler_nodes_.all();
+    (void)scheduler_nodes_.take_changed();
     const auto preemptible = preemptible_classes(loaded.snapshot.priority_classes);
     for (const Attempt* a : live_work_.attempts()) {
       loaded.snapshot.running.push_back(running_work_of(*a, live_work_, preemptible));
@@ -203,18 +213,18 @@ Status ControlPlane::schedule_once() {
   } else if (config_.verify_warm_scheduler) {
     // A copy of what is read this cycle, for the check below (the sync takes
     // the snapshot).
-    const sched::Snapshot meta = loaded.snapshot;
-    sched::Scheduler& warm = warm_schedule_.sync(std::move(loaded.snapshot), live_work_);
+    const sched::Snapshot meta = loaded.snapshot;  // with the nodes as stored (load)
+    sched::Scheduler& warm = warm_schedule_.sync(std::move(loaded.snapshot), scheduler_nodes_, live_work_);
     if (std::string diff = warm_schedule_.differences(meta, live_work_); !diff.empty()) {
       warm_check_failures_.fetch_add(1);
       spdlog::error("kept scheduler state differs from the live work: {}; building it again", diff);
       warm_schedule_.reset();
-      plan = warm_schedule_.sync(meta, live_work_).decide(loaded.queue, now);
+      plan = warm_schedule_.sync(meta, scheduler_nodes_, live_work_).decide(loaded.queue, now);
     } else {
       plan = warm.decide(loaded.queue, now);
     }
   } else {
-    plan = warm_schedule_.sync(std::move(loaded.snapshot), live_work_).decide(loaded.queue, now);
+    plan = warm_schedule_.sync(std::move(loaded.snapshot), scheduler_nodes_, live_work_).decide(loaded.queue, now);
   }
   const auto t2 = Steady::now();
   struct LogTimes {

@@ -102,16 +102,77 @@ sched::RunningWork running_work_of(const Attempt& a, const LiveWork& live,
   return w;
 }
 
-sched::Scheduler& WarmSchedule::sync(sched::Snapshot meta, LiveWork& live) {
+Status SchedulerNodes::refresh(Tx& tx, const FleetNodes::Marks& marks, const std::vector<Cluster>& clusters,
+                               Millis now) {
+  const bool full = !loaded_ || now - full_at_ >= kFullReadEveryMs || now < full_at_;
+  loaded_ = false;  // until this refresh succeeds
+  auto& changed = changed_;
+  std::set<std::string, std::less<>> present;
+  std::vector<const Cluster*> stale;
+  for (const auto& c : clusters) {
+    present.insert(c.id);
+    const auto m = marks.find(c.id);
+    const std::uint64_t gen = m == marks.end() ? 0 : m->second;
+    auto it = clusters_.find(c.id);
+    if (full || it == clusters_.end() || it->second.gen != gen) stale.push_back(&c);
+  }
+  for (auto it = clusters_.begin(); it != clusters_.end();) {
+    if (present.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    changed.insert(it->first);  // deleted: its nodes go
+    it = clusters_.erase(it);
+  }
+  auto gen_of = [&](const std::string& id) {
+    const auto m = marks.find(id);
+    return m == marks.end() ? std::uint64_t{0} : m->second;
+  };
+  if (full) {
+    // One statement for the whole fleet.
+    CP_ASSIGN(auto all, tx.list_nodes(""));
+    clusters_.clear();
+    for (const Cluster* c : stale) clusters_[c->id].gen = gen_of(c->id);
+    for (auto& n : all) {
+      auto it = clusters_.find(n.cluster_id);
+      if (it != clusters_.end()) it->second.nodes.push_back(std::move(n));
+    }
+  } else {
+    for (const Cluster* c : stale) {
+      CP_ASSIGN(auto nodes, tx.list_nodes(c->id));
+      clusters_[c->id] = Entry{gen_of(c->id), std::move(nodes)};
+    }
+  }
+  for (const Cluster* c : stale) changed.insert(c->id);
+  if (full) full_at_ = now;
+  loaded_ = true;
+  return {};
+}
+
+std::vector<Node> SchedulerNodes::all() const {
+  std::vector<Node> out;
+  for (const auto& [id, e] : clusters_) out.insert(out.end(), e.nodes.begin(), e.nodes.end());
+  return out;
+}
+
+const std::vector<Node>& SchedulerNodes::of(const std::string& cluster) const {
+  static const std::vector<Node> kNone;
+  auto it = clusters_.find(cluster);
+  return it == clusters_.end() ? kNone : it->second.nodes;
+}
+
+sched::Scheduler& WarmSchedule::sync(sched::Snapshot meta, SchedulerNodes& nodes, LiveWork& live) {
+  meta.nodes.clear();
   meta.running.clear();
   LiveWork::Touched touched = live.take_touched();
+  const std::set<std::string> changed = nodes.take_changed();
   std::string key = meta_key(meta);
   if (!sched_ || touched.everything || key != meta_key_) {
     meta_key_ = std::move(key);
-    build(std::move(meta), live);
+    build(std::move(meta), nodes, live);
     return *sched_;
   }
-  sync_nodes(meta.nodes);
+  for (const auto& cluster : changed) sync_nodes(cluster, nodes.of(cluster));
   // Every attempt whose row, or whose task's row, was read again: its work
   // as the scheduler holds it is compared with what it is now.
   std::unordered_set<std::string> ids(touched.attempts.begin(), touched.attempts.end());
@@ -129,10 +190,11 @@ sched::Scheduler& WarmSchedule::sync(sched::Snapshot meta, LiveWork& live) {
   return *sched_;
 }
 
-void WarmSchedule::build(sched::Snapshot meta, const LiveWork& live) {
+void WarmSchedule::build(sched::Snapshot meta, const SchedulerNodes& nodes, const LiveWork& live) {
   preemptible_ = preemptible_classes(meta.priority_classes);
+  meta.nodes = nodes.all();
   node_docs_.clear();
-  for (const auto& n : meta.nodes) node_docs_[node_id(n)] = node_key(n);
+  for (const auto& n : meta.nodes) node_docs_[n.cluster_id][n.name] = node_key(n);
   works_.clear();
   attempts_of_task_.clear();
   // In the order the store lists them (cluster, id), as the cold path did.
@@ -146,30 +208,29 @@ void WarmSchedule::build(sched::Snapshot meta, const LiveWork& live) {
   stats_.builds++;
 }
 
-void WarmSchedule::sync_nodes(std::vector<Node>& nodes) {
-  std::unordered_set<std::string> present;
+void WarmSchedule::sync_nodes(const std::string& cluster, const std::vector<Node>& nodes) {
+  auto& docs = node_docs_[cluster];
+  std::unordered_set<std::string_view> present;
   present.reserve(nodes.size());
-  for (auto& n : nodes) {
-    std::string id = node_id(n);
+  for (const auto& n : nodes) {
+    present.insert(n.name);
     std::string doc = node_key(n);
-    present.insert(id);
-    auto it = node_docs_.find(id);
-    if (it != node_docs_.end() && it->second == doc) continue;
-    node_docs_[id] = std::move(doc);
-    sched_->update_node(std::move(n));
+    auto it = docs.find(n.name);
+    if (it != docs.end() && it->second == doc) continue;
+    docs.insert_or_assign(n.name, std::move(doc));
+    sched_->update_node(n);
     stats_.node_deltas++;
   }
-  if (present.size() == node_docs_.size()) return;
-  for (auto it = node_docs_.begin(); it != node_docs_.end();) {
+  for (auto it = docs.begin(); it != docs.end();) {
     if (present.contains(it->first)) {
       ++it;
       continue;
     }
-    const auto slash = it->first.find('/');
-    sched_->remove_node(std::string_view(it->first).substr(0, slash), std::string_view(it->first).substr(slash + 1));
+    sched_->remove_node(cluster, it->first);
     stats_.node_deltas++;
-    it = node_docs_.erase(it);
+    it = docs.erase(it);
   }
+  if (docs.empty()) node_docs_.erase(cluster);
 }
 
 void WarmSchedule::sync_work(const std::string& attempt_id, const LiveWork& live) {

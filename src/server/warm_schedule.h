@@ -26,13 +26,16 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/types.h"
 #include "sched/scheduler.h"
 #include "sched/warm.h"
+#include "server/fleet_nodes.h"
 #include "server/live_work.h"
 
 namespace cp {
@@ -46,12 +49,45 @@ sched::RunningWork running_work_of(const Attempt& a, const LiveWork& live,
 // Priority class name -> may be preempted.
 std::map<std::string, bool> preemptible_classes(const std::vector<PriorityClass>& classes);
 
+// The fleet's nodes as the scheduling cycle reads them, decoded and kept per
+// cluster. A cluster's nodes are read again only after a commit wrote them
+// (FleetNodes::changed; the cycle takes FleetNodes::marks() before its read
+// transaction opens, and fleet_nodes.h says why that never keeps stale
+// rows), and every cluster every kFullReadEveryMs, for rows written behind
+// this process's back. Decoding every node at every cycle was most of a
+// cycle's read at 2,000 nodes (about 17 us a node).
+class SchedulerNodes {
+ public:
+  static constexpr Millis kFullReadEveryMs = 5 * 60 * 1000;
+
+  // Brings the kept nodes up to date for `clusters` (as listed in `tx`).
+  Status refresh(Tx& tx, const FleetNodes::Marks& marks, const std::vector<Cluster>& clusters, Millis now);
+  // The clusters whose nodes were read again or dropped since the last call
+  // (kept until taken, so that a cycle that fails after its read loses none).
+  std::set<std::string> take_changed() { return std::exchange(changed_, {}); }
+  // Every kept node, by cluster id, then as the store lists them.
+  std::vector<Node> all() const;
+  // A cluster's nodes; empty when it has none or is not kept.
+  const std::vector<Node>& of(const std::string& cluster) const;
+
+ private:
+  struct Entry {
+    std::uint64_t gen = 0;
+    std::vector<Node> nodes;
+  };
+  std::map<std::string, Entry, std::less<>> clusters_;
+  std::set<std::string> changed_;
+  bool loaded_ = false;
+  Millis full_at_ = 0;
+};
+
 class WarmSchedule {
  public:
-  // Brings the kept scheduler in line with `meta` (clusters, nodes, groups,
-  // classes and config as read this cycle; its `running` is ignored) and
-  // with the rows `live` read again since the last call; returns it.
-  sched::Scheduler& sync(sched::Snapshot meta, LiveWork& live);
+  // Brings the kept scheduler in line with `meta` (clusters, groups, classes
+  // and config as read this cycle; its nodes and running are ignored), the
+  // nodes of the clusters that `nodes` read again, and the rows `live` read
+  // again, each since the last call; returns it.
+  sched::Scheduler& sync(sched::Snapshot meta, SchedulerNodes& nodes, LiveWork& live);
 
   // What the kept state and the live work disagree on ("" when nothing):
   // the running work by attempt id, field by field, and the nodes. For the
@@ -69,14 +105,15 @@ class WarmSchedule {
   const Stats& stats() const { return stats_; }
 
  private:
-  void build(sched::Snapshot meta, const LiveWork& live);
-  void sync_nodes(std::vector<Node>& nodes);
+  void build(sched::Snapshot meta, const SchedulerNodes& nodes, const LiveWork& live);
+  void sync_nodes(const std::string& cluster, const std::vector<Node>& nodes);
   void sync_work(const std::string& attempt_id, const LiveWork& live);
 
   std::unique_ptr<sched::Scheduler> sched_;
   std::string meta_key_;                                     // clusters, groups, classes, config
   std::map<std::string, bool> preemptible_;                  // of the classes it was built with
-  std::unordered_map<std::string, std::string> node_docs_;   // cluster "/" name -> its document
+  // cluster -> node name -> its document (what the scheduler reads of it)
+  std::unordered_map<std::string, std::unordered_map<std::string, std::string>> node_docs_;
   std::unordered_map<std::string, sched::RunningWork> works_;  // attempt id -> as handed in
   std::unordered_map<std::string, std::vector<std::string>> attempts_of_task_;
   Stats stats_;
