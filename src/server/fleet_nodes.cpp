@@ -27,6 +27,11 @@ FleetNodes::Marks FleetNodes::marks() const {
   return gens_;
 }
 
+std::uint64_t FleetNodes::gen_of(const Marks& marks, std::string_view cluster) {
+  const auto m = marks.find(cluster);
+  return m == marks.end() ? 0 : m->second;
+}
+
 std::int64_t FleetNodes::clusters_read() const {
   std::lock_guard lock(cache_mu_);
   return clusters_read_;
@@ -39,8 +44,7 @@ Status FleetNodes::visit(Tx& tx, const Marks& marks, const std::vector<Cluster>&
   std::vector<const Cluster*> stale;
   for (const auto& c : clusters) {
     present.insert(c.id);
-    const auto m = marks.find(c.id);
-    const std::uint64_t gen = m == marks.end() ? 0 : m->second;
+    const std::uint64_t gen = gen_of(marks, c.id);
     auto it = cache_.find(c.id);
     if (it == cache_.end() || it->second.gen != gen || it->second.passes >= refresh_every_) stale.push_back(&c);
   }

@@ -27,6 +27,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/types.h"
@@ -57,6 +58,8 @@ class FleetNodes {
   // What has been written so far; take it before opening the read transaction.
   using Marks = std::map<std::string, std::uint64_t, std::less<>>;
   Marks marks() const;
+  // A cluster's generation in `marks` (0: its nodes were never written).
+  static std::uint64_t gen_of(const Marks& marks, std::string_view cluster);
 
   // Every node of `clusters` (listed in the same transaction `tx`), by
   // cluster in the order given, then by name. Passes that visit at once

@@ -111,10 +111,8 @@ Status SchedulerNodes::refresh(Tx& tx, const FleetNodes::Marks& marks, const std
   std::vector<const Cluster*> stale;
   for (const auto& c : clusters) {
     present.insert(c.id);
-    const auto m = marks.find(c.id);
-    const std::uint64_t gen = m == marks.end() ? 0 : m->second;
     auto it = clusters_.find(c.id);
-    if (full || it == clusters_.end() || it->second.gen != gen) stale.push_back(&c);
+    if (full || it == clusters_.end() || it->second.gen != FleetNodes::gen_of(marks, c.id)) stale.push_back(&c);
   }
   for (auto it = clusters_.begin(); it != clusters_.end();) {
     if (present.contains(it->first)) {
@@ -124,15 +122,11 @@ Status SchedulerNodes::refresh(Tx& tx, const FleetNodes::Marks& marks, const std
     changed.insert(it->first);  // deleted: its nodes go
     it = clusters_.erase(it);
   }
-  auto gen_of = [&](const std::string& id) {
-    const auto m = marks.find(id);
-    return m == marks.end() ? std::uint64_t{0} : m->second;
-  };
   if (full) {
     // One statement for the whole fleet.
     CP_ASSIGN(auto all, tx.list_nodes(""));
     clusters_.clear();
-    for (const Cluster* c : stale) clusters_[c->id].gen = gen_of(c->id);
+    for (const Cluster* c : stale) clusters_[c->id].gen = FleetNodes::gen_of(marks, c->id);
     for (auto& n : all) {
       auto it = clusters_.find(n.cluster_id);
       if (it != clusters_.end()) it->second.nodes.push_back(std::move(n));
@@ -140,7 +134,7 @@ Status SchedulerNodes::refresh(Tx& tx, const FleetNodes::Marks& marks, const std
   } else {
     for (const Cluster* c : stale) {
       CP_ASSIGN(auto nodes, tx.list_nodes(c->id));
-      clusters_[c->id] = Entry{gen_of(c->id), std::move(nodes)};
+      clusters_[c->id] = Entry{FleetNodes::gen_of(marks, c->id), std::move(nodes)};
     }
   }
   for (const Cluster* c : stale) changed.insert(c->id);
