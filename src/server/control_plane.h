@@ -95,7 +95,10 @@ struct ServerConfig {
   // Each cycle, compare the scheduler's kept state (warm_schedule.h) with the
   // live work and fleet as read, field by field; a difference is logged,
   // counted (warm_check_failures()) and the state built again. Costs a full
-  // pass over the running work per cycle: for the tests, not production.
+  // pass over the running work per cycle: for the tests, not production,
+  // and for cycles run between requests (as the tests do): a node commit
+  // that has not yet bumped its cluster's generation (fleet_nodes.h) reads
+  // as a difference for that one cycle.
   bool verify_warm_scheduler = false;
 };
 
