@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "server/internal.h"
+#include "server/warm_schedule.h"
 
 namespace cp::internal {
 
@@ -20,7 +21,7 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
   CP_ASSIGN(h->groups_, tx.list_resource_groups());
   h->quota_.emplace(h->groups_);
   CP_ASSIGN(auto classes, tx.list_priority_classes());
-  for (const auto& pc : classes) h->preemptible_[pc.name] = pc.preemptible;
+  h->preemptible_ = preemptible_classes(classes);
   CP_ASSIGN(auto clusters, tx.list_clusters());
   for (const auto& c : clusters) h->pool_of_[c.id] = c.storage_pool;
   for (const auto& pl : placements) {
