@@ -104,7 +104,7 @@ class Cycle {
  private:
   // What is known of a class of tasks that failed to fit in this cycle.
   struct Failed {
-    std::vector<PendingReason> reasons;
+    Reasons reasons;
     Blocked blocked = Blocked::kNo;
     bool not_behind_holds = false;   // a. does not fit even without holds
     bool not_after_stopping = false; // b. does not fit even once stopping work is gone
@@ -119,7 +119,7 @@ class Cycle {
       // counted); -1 for gpu/any, whose admission is per type: then the
       // group's quota must be unchanged.
       std::vector<signed char> quota_fits;
-      PendingReason reason;
+      Reasons::Shared reason;
     };
     std::optional<Behind> behind;
   };
@@ -128,7 +128,7 @@ class Cycle {
     TaskContext c;
     c.project = state_.project(queued.task.project_group);
     if (auto refused = prepare(state_, queued, now_, c)) {
-      pend(queued.task.id, std::move(*refused));
+      pend(queued.task.id, Reasons(std::move(*refused)));
       return;
     }
     std::string key = class_key(c);
@@ -141,16 +141,16 @@ class Cycle {
         plan_.placements.push_back(std::move(*fit.placement));
         return;
       }
-      known = failed_.emplace(std::move(key), Failed{std::move(fit.reasons), fit.blocked}).first;
+      known = failed_.emplace(std::move(key), Failed{Reasons(std::move(fit.reasons)), fit.blocked}).first;
     }
     Failed& f = known->second;
-    std::vector<PendingReason> why = f.reasons;
+    Reasons why = f.reasons;
     // Bound to a storage pool that kept clusters out: say so (they might have had room).
-    if (c.clusters.pool) why.push_back(*c.clusters.pool);
+    if (c.clusters.pool) why.add(std::move(*c.clusters.pool));
     // Clusters that are down might have taken the task: say so too.
-    for (auto& r : c.clusters.offline) why.push_back(r);
+    for (auto& r : c.clusters.offline) why.add(std::move(r));
     if (f.blocked != Blocked::kNo) blocked(c, f, why);
-    if (!c.task->step.fallbacks.empty()) why.push_back(reasons::fallbacks(c.task->step, c.waited_ms / 1000));
+    if (!c.task->step.fallbacks.empty()) why.add(reasons::fallbacks(c.task->step, c.waited_ms / 1000));
     pend(c.task->id, std::move(why));
   }
 
@@ -159,7 +159,7 @@ class Cycle {
   //   b. it fits once work already stopping is gone: it holds that room;
   //   c. it may preempt and a victim set exists: victims stop, it holds the room;
   //   d. it is the first blocked task of its group: it reserves what it waits for.
-  void blocked(const TaskContext& c, Failed& f, std::vector<PendingReason>& why) {
+  void blocked(const TaskContext& c, Failed& f, Reasons& why) {
     if (!f.not_behind_holds) {
       if (behind_holds(c, f, why)) return;
       f.not_behind_holds = true;
@@ -174,16 +174,16 @@ class Cycle {
     }
     Blocked how = f.blocked;
     if (c.priority_class != nullptr && c.priority_class->may_preempt && !may_preempt_now(c)) {
-      why.push_back(reasons::preempt_later(c.priority_class->name, c.priority_class->preempt_after_s,
+      why.add(reasons::preempt_later(c.priority_class->name, c.priority_class->preempt_after_s,
                                            c.waited_ms / 1000));
     }
     reserve(c, how, why);
   }
 
-  bool behind_holds(const TaskContext& c, Failed& failed, std::vector<PendingReason>& why) {
+  bool behind_holds(const TaskContext& c, Failed& failed, Reasons& why) {
     if (state_.nodes_with_holds().empty() && !state_.quota().has_holds()) return false;
     if (failed.behind && still_behind(c, *failed.behind)) {
-      why.insert(why.begin(), failed.behind->reason);
+      why.add_front(failed.behind->reason);
       return true;
     }
     ModeView free_of_holds(state_, LoadMode::kNoHolds);
@@ -197,8 +197,9 @@ class Cycle {
     for (auto& t : state_.quota_holders(c.group->name)) holders.push_back(t);
     std::sort(holders.begin(), holders.end());
     holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
-    failed.behind = Failed::Behind{state_.mark(), c.project, quota_fits(c), reasons::reservation(holders)};
-    why.insert(why.begin(), failed.behind->reason);
+    failed.behind =
+        Failed::Behind{state_.mark(), c.project, quota_fits(c), Reasons::make(reasons::reservation(holders))};
+    why.add_front(failed.behind->reason);
     return true;
   }
 
@@ -232,7 +233,7 @@ class Cycle {
     return true;
   }
 
-  bool after_stopping(const TaskContext& c, std::vector<PendingReason>& why) {
+  bool after_stopping(const TaskContext& c, Reasons& why) {
     if (state_.nodes_with_stopping().empty()) return false;
     // Work stopping and not yet claimed by an earlier task of this cycle.
     // Only what could make room for this task: in its clusters, or its group's quota.
@@ -258,11 +259,11 @@ class Cycle {
       if (here) victims.push_back({work.attempt_id, work.task_id, "stopping"});
     }
     state_.hold_over(*c.task, *f.placement, claimed);
-    why.insert(why.begin(), reasons::preemption_grace(victims, true));
+    why.add_front(reasons::preemption_grace(victims, true));
     return true;
   }
 
-  bool preempt(const TaskContext& c, Blocked how, std::vector<PendingReason>& why) {
+  bool preempt(const TaskContext& c, Blocked how, Reasons& why) {
     auto set = find_victims(state_, c, how, config_.max_victims);
     if (!set) return false;
     std::vector<reasons::VictimFigure> figures;
@@ -292,11 +293,11 @@ class Cycle {
       claimed.push_back(v.work);
     }
     state_.hold_over(t, set->placement, claimed);
-    why.insert(why.begin(), reasons::preemption_grace(figures, false));
+    why.add_front(reasons::preemption_grace(figures, false));
     return true;
   }
 
-  void reserve(const TaskContext& c, Blocked how, std::vector<PendingReason>& why) {
+  void reserve(const TaskContext& c, Blocked how, Reasons& why) {
     int& left = reservations_.try_emplace(c.group->name, config_.reservations_per_group).first->second;
     if (left <= 0) return;
     // A few tries per group and cycle: a group whose blocked tasks cannot
@@ -309,7 +310,7 @@ class Cycle {
       if (primary.any_gpu()) return;
       --left;
       state_.hold_quota(*c.task, primary.per_replica, primary.replicas);
-      why.push_back(reasons::reserved({}, c.group->name));
+      why.add(reasons::reserved({}, c.group->name));
       return;
     }
     // Where it would fit once running work there ends; among those, the nodes
@@ -327,10 +328,10 @@ class Cycle {
     if (!s.placement) return;
     --left;
     state_.hold(*c.task, *s.placement);
-    why.push_back(reasons::reserved(node_names(*s.placement), c.group->name));
+    why.add(reasons::reserved(node_names(*s.placement), c.group->name));
   }
 
-  void pend(const std::string& id, std::vector<PendingReason> why) {
+  void pend(const std::string& id, Reasons why) {
     plan_.pending.push_back(Pending{id, std::move(why)});
   }
 

@@ -4,9 +4,13 @@
 // it there (Nomad's Planner / plan_apply split).
 #pragma once
 
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <boost/iterator/indirect_iterator.hpp>
 
 #include "common/clock.h"
 #include "model/types.h"
@@ -88,9 +92,49 @@ struct Preemption {
   std::string message_zh;
 };
 
+// A task's reasons in a plan, read like a vector of PendingReason. Tasks of
+// one class that wait for the same cause in a cycle share the reason itself
+// (tens of thousands of waiting tasks, a few thousand distinct reasons), so a
+// copy is a reference count, not a JSON tree. A reason is never changed once
+// made.
+class Reasons {
+ public:
+  using Shared = std::shared_ptr<const PendingReason>;
+  using const_iterator = boost::indirect_iterator<std::vector<Shared>::const_iterator>;
+
+  Reasons() = default;
+  Reasons(std::initializer_list<PendingReason> reasons) {
+    for (const auto& r : reasons) add(r);
+  }
+  explicit Reasons(std::vector<PendingReason> reasons) {
+    items_.reserve(reasons.size());
+    for (auto& r : reasons) add(std::move(r));
+  }
+
+  static Shared make(PendingReason r) { return std::make_shared<const PendingReason>(std::move(r)); }
+  void add(Shared r) { items_.push_back(std::move(r)); }
+  void add(PendingReason r) { add(make(std::move(r))); }
+  void add_front(Shared r) { items_.insert(items_.begin(), std::move(r)); }
+  void add_front(PendingReason r) { add_front(make(std::move(r))); }
+
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  const PendingReason& operator[](std::size_t i) const { return *items_[i]; }
+  const PendingReason& front() const { return *items_.front(); }
+  const PendingReason& back() const { return *items_.back(); }
+  const_iterator begin() const { return const_iterator(items_.begin()); }
+  const_iterator end() const { return const_iterator(items_.end()); }
+
+  // The reasons as a task keeps them (Task::reasons).
+  std::vector<PendingReason> copied() const { return {begin(), end()}; }
+
+ private:
+  std::vector<Shared> items_;
+};
+
 struct Pending {
   std::string task_id;
-  std::vector<PendingReason> reasons;  // at least one
+  Reasons reasons;  // at least one
 };
 
 struct Plan {

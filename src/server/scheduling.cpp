@@ -47,7 +47,7 @@ using internal::make_event;
 
 namespace {
 
-bool same_reasons(const std::vector<PendingReason>& a, const std::vector<PendingReason>& b) {
+bool same_reasons(const std::vector<PendingReason>& a, const sched::Reasons& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i].code != b[i].code || a[i].message != b[i].message) return false;
@@ -335,7 +335,7 @@ Status ControlPlane::schedule_once() {
     for (const auto& pending : plan.pending) {
       CP_ASSIGN(auto t, tx.get_task(pending.task_id));
       if (!t || t->state != TaskState::Queued || same_reasons(t->reasons, pending.reasons)) continue;
-      t->reasons = pending.reasons;
+      t->reasons = pending.reasons.copied();
       t->updated_at = now;
       CP_TRY(tx.update_task(*t));
     }
