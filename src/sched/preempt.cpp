@@ -79,17 +79,19 @@ std::vector<Ranked> candidates(const CycleState& state, const TaskContext& c, co
       bool priority = priority_ok && work.priority < task.priority;
       // Neither kind can hold (reclaim needs reclaim_ok): skip the lookups below.
       if (!priority && !reclaim_ok) continue;
-      if (work.task_id == task.id) continue;
       if (!frees_something(state, w, request)) continue;
       if (blocked == Blocked::kCapacity && !on_usable_node(w)) continue;
       const ResourceGroup* g = state.facts(w).group;
-      bool same_cohort = g != nullptr && !c.group->cohort.empty() && g->cohort == c.group->cohort;
-      bool reclaim = reclaim_ok && same_cohort && work.resource_group != task.resource_group &&
-                     borrows_what_is_asked(state, work, request);
+      // Groups are the snapshot's, one object per name: the pointer says it
+      // (a work of a group the snapshot does not know compares by name).
+      bool same_group = g != nullptr ? g == c.group : work.resource_group == task.resource_group;
+      bool same_cohort = g != nullptr && !c.group->cohort.empty() && (g == c.group || g->cohort == c.group->cohort);
+      bool reclaim = reclaim_ok && same_cohort && !same_group && borrows_what_is_asked(state, work, request);
       if (!reclaim && !priority) continue;
       // Short of quota: only work charged to the task's group (or, for
       // borrowing, its cohort) gives quota back.
-      if (blocked == Blocked::kQuota && work.resource_group != task.resource_group && !same_cohort) continue;
+      if (blocked == Blocked::kQuota && !same_group && !same_cohort) continue;
+      if (work.task_id == task.id) continue;
       ranked.push_back({!reclaim, work.priority, !work.checkpoint, -work.started_at, &work.attempt_id, {w, reclaim}});
     }
   }
@@ -109,6 +111,7 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   // them can take a replica once it is gone, asking the cluster again would
   // give the same no (a failed search tries up to max_victims victims).
   std::vector<std::string_view> nothing_fits;
+  bool no_node_anywhere = false;
   auto known_empty = [&](std::string_view cluster) {
     return std::find(nothing_fits.begin(), nothing_fits.end(), cluster) != nothing_fits.end();
   };
@@ -133,7 +136,12 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
     // quota: freed quota may be used in any cluster.
     const std::string& cluster = state.running(v.work).cluster_id;
     if (blocked == Blocked::kCapacity && known_empty(cluster) && !frees_a_node(v.work)) continue;
-    std::vector<std::string> one{cluster};
+    // Short of quota, once quota admits it but no node anywhere can take a
+    // replica: the same holds while the victims free no such node (quota
+    // only gains as victims go).
+    if (blocked == Blocked::kQuota && no_node_anywhere && !frees_a_node(v.work)) continue;
+    std::vector<std::string> one;
+    if (blocked == Blocked::kCapacity) one.push_back(cluster);
     Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &one : nullptr, false);
     if (f.placement) {
       placed = std::move(f.placement);
@@ -142,6 +150,8 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
     if (blocked == Blocked::kCapacity) {
       std::erase(nothing_fits, std::string_view(cluster));
       if (f.no_node_fits) nothing_fits.push_back(cluster);
+    } else {
+      no_node_anywhere = f.blocked == Blocked::kCapacity && f.no_node_fits;
     }
   }
   if (!placed) {

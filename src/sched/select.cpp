@@ -13,13 +13,24 @@
 namespace cp::sched {
 namespace {
 
-// Where one gang attempt may go: a cluster, and for "gpu/any" one GPU type in
-// it (a gang's replicas share one per_replica, so one type). Views of the
-// node's strings, ordered as the strings are.
-using AttemptKey = std::pair<std::string_view, std::string_view>;
+// Where one gang attempt may go: a cluster (its rank in the cycle), and for
+// "gpu/any" one GPU type in it (a gang's replicas share one per_replica, so
+// one type), with the nodes it may use. A task's clusters and types are a
+// handful: a flat list, searched by the cluster's number first.
+struct Attempt {
+  std::size_t cluster_rank;
+  std::string_view gpu_type;  // "" unless gpu/any
+  std::string_view cluster_id;
+  std::vector<std::size_t> nodes;
+  std::pair<Score, std::size_t> best;  // its best node, ranked (score, then index)
+};
 
-AttemptKey key_of(const NodeView& node, const Request& request) {
-  return {node.cluster_id(), request.any_gpu() ? node.gpu_type : std::string_view()};
+Attempt& attempt_for(std::vector<Attempt>& attempts, const NodeView& node, const Request& request) {
+  std::string_view type = request.any_gpu() ? node.gpu_type : std::string_view();
+  for (Attempt& a : attempts) {
+    if (a.cluster_rank == node.cluster_rank && a.gpu_type == type) return a;
+  }
+  return attempts.emplace_back(Attempt{node.cluster_rank, type, node.cluster_id(), {}, {}});
 }
 
 // Places all replicas on `nodes` (one attempt's nodes) or returns nullopt.
@@ -110,41 +121,35 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
     out.placement = place_on(state, task, request, best->second, *options.loads);
     return out;
   }
-  // Rank every feasible node once, as it stands before this task.
-  std::vector<std::pair<Score, std::size_t>> ranked;
-  ranked.reserve(fit.size());
+  // Rank every feasible node once, as it stands before this task, and try
+  // the attempts in the order of their best node. Only each attempt's best
+  // needs its rank: a gang's replicas are placed by walking its nodes again.
+  std::vector<Attempt> attempts;
   for (std::size_t i : fit) {
-    ranked.emplace_back(score_node(options.policy, state.nodes()[i], score_loads.load(i), request, options.project,
-                                   score_loads.mode()),
-                        i);
+    std::pair<Score, std::size_t> ranked{score_node(options.policy, state.nodes()[i], score_loads.load(i), request,
+                                                    options.project, score_loads.mode()),
+                                         i};
+    Attempt& attempt = attempt_for(attempts, state.nodes()[i], request);
+    if (attempt.nodes.empty() || ranked < attempt.best) attempt.best = ranked;
+    attempt.nodes.push_back(i);
   }
-  std::sort(ranked.begin(), ranked.end());
-
-  // Attempts in the order of their best node; each with its nodes.
-  std::vector<AttemptKey> order;
-  std::map<AttemptKey, std::vector<std::size_t>> members;
-  for (const auto& [score, i] : ranked) {
-    AttemptKey key = key_of(state.nodes()[i], request);
-    auto [it, added] = members.try_emplace(key);
-    if (added) order.push_back(key);
-    it->second.push_back(i);
-  }
+  std::sort(attempts.begin(), attempts.end(), [](const Attempt& a, const Attempt& b) { return a.best < b.best; });
 
   Selection out;
   std::set<std::string> quota_reported;
-  for (const auto& key : order) {
-    auto& nodes = members[key];  // in rank order
-    Resources per_replica = request.any_gpu() ? request.resolved(key.second) : request.per_replica;
+  for (Attempt& attempt : attempts) {
+    Resources per_replica = request.any_gpu() ? request.resolved(attempt.gpu_type) : request.per_replica;
     std::optional<std::vector<ReplicaPlacement>> placed;
     if (request.replicas == 1) {
       // The best-ranked node of the attempt is where place_replicas would put it.
-      const NodeView& node = state.nodes()[nodes.front()];
-      placed.emplace(1, ReplicaPlacement{0, node.name(),
-                                         lowest_free_gpus(node, options.loads->load(nodes.front()), request.gpus,
-                                                          options.loads->mode())});
+      const std::size_t i = attempt.best.second;
+      const NodeView& node = state.nodes()[i];
+      placed.emplace(
+          1, ReplicaPlacement{0, node.name(),
+                              lowest_free_gpus(node, options.loads->load(i), request.gpus, options.loads->mode())});
     } else {
-      std::sort(nodes.begin(), nodes.end());
-      placed = place_replicas(state, group, request, per_replica, nodes, options);
+      std::sort(attempt.nodes.begin(), attempt.nodes.end());
+      placed = place_replicas(state, group, request, per_replica, attempt.nodes, options);
     }
     if (!placed) continue;
     if (request.any_gpu()) {
@@ -164,7 +169,8 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
       }
     }
     out.placement =
-        Placement{task.id, std::string(key.first), std::move(*placed), std::move(per_replica), request.shape, false};
+        Placement{task.id, std::string(attempt.cluster_id), std::move(*placed), std::move(per_replica), request.shape,
+                  false};
     return out;
   }
   return out;
