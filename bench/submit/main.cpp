@@ -105,12 +105,13 @@ void must(const cp::Status& s, const char* what) {
   }
 }
 
-std::int64_t dispatched_count(cp::Store& store) {
+// Tasks in the store: all of them, or those that left the queue.
+std::int64_t task_count(cp::Store& store, bool only_dispatched = false) {
   std::int64_t n = 0;
   must(store.read([&](cp::Tx& tx) -> cp::Status {
          CP_ASSIGN(auto counts, tx.count_tasks());
          for (const auto& [group, state, count] : counts) {
-           if (state != cp::TaskState::Queued) n += count;
+           if (!only_dispatched || state != cp::TaskState::Queued) n += count;
          }
          return {};
        }),
@@ -216,7 +217,7 @@ EndToEnd run_end_to_end(cp::Store& store, cp::ObjectStore& objects, int tasks, i
   out.seconds_to_accept = std::chrono::duration<double>(Clock::now() - t0).count();
   out.accepted = accepted;
   const auto deadline = Clock::now() + std::chrono::seconds(schedule ? 300 : 0);
-  while ((out.dispatched = dispatched_count(store)) < out.accepted && Clock::now() < deadline) {
+  while ((out.dispatched = task_count(store, true)) < out.accepted && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   out.seconds_to_dispatch = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -335,6 +336,15 @@ int main(int argc, char** argv) {
     auto store = must(cp::open_store(store_url), "open store");
     must(store->migrate(), "migrate");
     backend = store->backend();
+    // The rates count every task that left the queue: tasks of an earlier
+    // run in the same database would count as this run's.
+    if (const std::int64_t existing = task_count(*store); existing > 0) {
+      std::fprintf(stderr,
+                   "ERROR the store already holds %lld tasks (an earlier run's?): give the benchmark an empty "
+                   "database, e.g. CREATE DATABASE for each run on PostgreSQL\n",
+                   static_cast<long long>(existing));
+      return 1;
+    }
     const double cpu0 = cpu_seconds();
     WithoutJournal without_journal(*store);
     cp::Store& served = no_journal ? static_cast<cp::Store&>(without_journal) : *store;
