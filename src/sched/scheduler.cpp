@@ -175,7 +175,7 @@ class Cycle {
     Blocked how = f.blocked;
     if (c.priority_class != nullptr && c.priority_class->may_preempt && !may_preempt_now(c)) {
       why.add(reasons::preempt_later(c.priority_class->name, c.priority_class->preempt_after_s,
-                                           c.waited_ms / 1000));
+                                     c.waited_ms / 1000));
     }
     reserve(c, how, why);
   }

@@ -4,7 +4,6 @@
 // it there (Nomad's Planner / plan_apply split).
 #pragma once
 
-#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -103,9 +102,6 @@ class Reasons {
   using const_iterator = boost::indirect_iterator<std::vector<Shared>::const_iterator>;
 
   Reasons() = default;
-  Reasons(std::initializer_list<PendingReason> reasons) {
-    for (const auto& r : reasons) add(r);
-  }
   explicit Reasons(std::vector<PendingReason> reasons) {
     items_.reserve(reasons.size());
     for (auto& r : reasons) add(std::move(r));
