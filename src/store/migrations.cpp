@@ -324,11 +324,21 @@ CREATE TABLE resource_use (
 CREATE INDEX resource_use_group_day ON resource_use (project_group, day);
 )sql";
 
-constexpr std::array<Migration, 4> kMigrations{{
+// Version 5: a table that never holds a row. PostgreSQL's event writers and
+// the readers that follow events by id lock it (store README, "Event ids");
+// SQLite has one writer and never locks it.
+constexpr std::string_view kV5 = R"sql(
+CREATE TABLE event_gate (
+  unused INTEGER
+);
+)sql";
+
+constexpr std::array<Migration, 5> kMigrations{{
     {1, "initial schema", kV1, kV1Postgres},
     {2, "task list indices, usage ledger", kV2, kV2Postgres},
     {3, "cluster history, alerts, audit log, approvals", kV3, kV3Postgres},
     {4, "measured use per step", kV4, ""},
+    {5, "event gate (PostgreSQL: ids visible in order without serializing writers)", kV5, ""},
 }};
 
 }  // namespace

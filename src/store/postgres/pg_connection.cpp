@@ -191,6 +191,7 @@ Result<std::string> Connection::prepared(std::string_view sql, const std::vector
 }
 
 Result<Rows> Connection::query(std::string_view sql, const std::vector<SqlValue>& args) {
+  ++calls_;
   std::vector<std::string> texts;
   std::vector<const char*> values;
   texts.reserve(args.size());
@@ -224,6 +225,7 @@ Result<Rows> Connection::query(std::string_view sql, const std::vector<SqlValue>
 }
 
 Status Connection::execute(std::string_view sql) {
+  ++calls_;
   std::string text(sql);  // PQexec wants a NUL-terminated string
   std::unique_ptr<PGresult, decltype(&PQclear)> result(PQexec(conn_, text.c_str()), &PQclear);
   auto status = PQresultStatus(result.get());

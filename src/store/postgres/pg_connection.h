@@ -63,6 +63,9 @@ class Connection {
   Result<Rows> query(std::string_view sql, const std::vector<SqlValue>& args);
   // Text without parameters, possibly several statements (BEGIN, migrations).
   Status execute(std::string_view sql);
+  // How many query() and execute() calls this connection has made: a caller
+  // compares two readings to know whether anything was sent in between.
+  std::uint64_t calls() const { return calls_; }
 
   // Whether the connection is gone; reconnect() brings it back.
   bool broken() const { return PQstatus(conn_) != CONNECTION_OK; }
@@ -99,6 +102,7 @@ class Connection {
   std::string display_;
   std::unordered_map<std::string, std::string> prepared_;  // sql + types -> statement name
   int next_statement_ = 0;
+  std::uint64_t calls_ = 0;
   Retry retry_ = Retry::no;
 };
 

@@ -174,7 +174,7 @@ Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Co
 
 Status PostgresStore::transaction_once(pg::Connection& conn, TxKind kind, Gate gate,
                                        const std::function<Status(pg::Connection&)>& body) {
-  // One round trip: BEGIN and, for a write, the gate. LOCK takes no
+  // One round trip: BEGIN and, for a write, the gates. LOCK takes no
   // snapshot, so a SERIALIZABLE transaction's snapshot comes after the lock:
   // with the gate held exclusively, it sees every writer that went before.
   std::string begin;
@@ -183,9 +183,12 @@ Status PostgresStore::transaction_once(pg::Connection& conn, TxKind kind, Gate g
       begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
       break;
     case TxKind::write:
-      begin = gate == Gate::shared
-                  ? "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE schema_migrations IN ROW SHARE MODE"
-                  : "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE schema_migrations IN EXCLUSIVE MODE";
+      // And event_gate, shared by writers: a read that follows the event
+      // log waits for the writers in flight (PostgresTx::append_event).
+      begin = gate == Gate::shared ? "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE schema_migrations IN ROW SHARE "
+                                     "MODE; LOCK TABLE event_gate IN SHARE MODE"
+                                   : "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE schema_migrations IN EXCLUSIVE "
+                                     "MODE; LOCK TABLE event_gate IN SHARE MODE";
       break;
     case TxKind::migrate:
       // READ COMMITTED, so that what runs after the lock sees what another

@@ -8,6 +8,7 @@
 //   read():   BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY   one snapshot
 //   write():  BEGIN ISOLATION LEVEL SERIALIZABLE
 //             LOCK TABLE schema_migrations IN ROW SHARE MODE    the writer gate, shared
+//             LOCK TABLE event_gate IN SHARE MODE               event ids (postgres_tx.h)
 //             body ... COMMIT
 //   retry:    after 40001/40P01 the body runs again holding the gate
 //             IN EXCLUSIVE MODE, i.e. alone among writers

@@ -12,8 +12,9 @@
 //   goes on. So the expected failures are asked instead of provoked: INSERT
 //   ... ON CONFLICT DO NOTHING and "no row inserted" means already_exists;
 //   rows that name a cluster are inserted only WHERE EXISTS that cluster.
-// - Event ids come from a sequence, under a lock held to commit
-//   (append_event).
+// - Event ids come from a sequence. Writers hold a shared lock on
+//   event_gate to commit, and a read that lists events first waits for them
+//   (append_event, list_events).
 #pragma once
 
 #include <functional>
@@ -29,14 +30,14 @@
 namespace cp {
 
 namespace pg {
-// Advisory lock keys (pg_advisory_xact_lock), per database: "cp_migra", "cp_event".
+// Advisory lock key (pg_advisory_xact_lock) of migrations, per database: "cp_migra".
 inline constexpr std::int64_t kMigrationLockKey = 0x63705f6d69677261;
-inline constexpr std::int64_t kEventLockKey = 0x63705f6576656e74;
 }  // namespace pg
 
 class PostgresTx final : public SqlTx {
  public:
-  PostgresTx(pg::Connection& conn, bool writable) : conn_(conn), writable_(writable) {}
+  // Constructed right after BEGIN, before the body sends anything.
+  PostgresTx(pg::Connection& conn, bool writable) : conn_(conn), writable_(writable), calls_at_begin_(conn.calls()) {}
 
   Result<std::optional<std::string>> get_meta(const std::string& key) override;
   Status set_meta(const std::string& key, const std::string& value) override;
@@ -99,6 +100,7 @@ class PostgresTx final : public SqlTx {
   Result<std::vector<Attempt>> active_attempts(const std::string& cluster_id) override;
 
   Result<std::int64_t> append_event(const Event& e) override;
+  Result<std::vector<Event>> list_events(const EventQuery& q) override;
 
 
   Status delete_task(const std::string& id) override;
@@ -170,7 +172,7 @@ class PostgresTx final : public SqlTx {
 
   pg::Connection& conn_;
   bool writable_;
-  bool holds_event_lock_ = false;  // append_event took kEventLockKey in this transaction
+  std::uint64_t calls_at_begin_;  // conn_.calls() when the body began
 };
 
 }  // namespace cp

@@ -115,29 +115,27 @@ Result<std::vector<Attempt>> PostgresTx::active_attempts(const std::string& clus
 // ------------------------------------------------------------------- events
 
 Result<std::int64_t> PostgresTx::append_event(const Event& e) {
-  // Readers poll with after_id, so ids must become visible in increasing
-  // order. Writers run concurrently here, and a sequence alone hands out
-  // ids in the order they are asked for, not in commit order:
+  // Readers follow the log with after_id, so no event may become visible
+  // after one with a greater id. A sequence hands out ids in the order they
+  // are asked for, not in commit order:
   //
   //   A: nextval -> 5 ..................... COMMIT
   //   B:       nextval -> 6 ... COMMIT
   //   reader:                         sees 6, polls after 6: 5 is never seen
   //
-  // So the id is taken under a transaction-scoped lock that the server
-  // releases only at COMMIT or ROLLBACK: whoever takes it next gets a
-  // greater id and commits later. The lock is held from a transaction's
-  // first event to its end, which serializes writers only over that tail.
+  // So every write transaction locks event_gate IN SHARE MODE with its
+  // BEGIN (PostgresStore::transaction_once) and holds it to COMMIT or
+  // ROLLBACK. Writers share that mode and run side by side; a read that
+  // lists events first locks the gate IN ROW EXCLUSIVE MODE, which waits
+  // for every writer that may hold an id (list_events). Before, an exclusive
+  // lock taken here made writers flush their commits one at a time.
   if (!writable_) return store_error(500, "write attempted inside Store::read(): append_event");
-  if (!holds_event_lock_) {
-    CP_TRY(conn_.query("SELECT pg_advisory_xact_lock(?)", {pg::kEventLockKey}));
-    holds_event_lock_ = true;
-  }
   Event row = e;
   row.id = 0;
   std::string doc = encode_row(row);
-  // One round trip under the lock instead of two: the id comes from the
-  // sequence inside the INSERT, and goes into the document in place of the
-  // 0 it was encoded with (the document opens with it: {"id":0,...).
+  // One round trip instead of two: the id comes from the sequence inside
+  // the INSERT, and goes into the document in place of the 0 it was
+  // encoded with (the document opens with it: {"id":0,...).
   constexpr std::string_view kIdZero = "{\"id\":0,";
   static_assert(kIdZero.size() == 8, "substr(?, 9) below starts after it");
   if (doc.starts_with(kIdZero)) {
@@ -153,6 +151,21 @@ Result<std::int64_t> PostgresTx::append_event(const Event& e) {
   CP_TRY(exec("INSERT INTO events (id, at, object_kind, object_id, type, doc) VALUES (?, ?, ?, ?, ?, ?)",
               {row.id, row.at, row.object_kind, row.object_id, row.type, encode_row(row)}));
   return row.id;
+}
+
+Result<std::vector<Event>> PostgresTx::list_events(const EventQuery& q) {
+  // A read that lists events before anything else waits here for the
+  // writers that hold event ids (append_event), and makes new ones wait for
+  // its COMMIT. LOCK takes no snapshot, so the one the SELECT takes sees
+  // every id handed out before it: a reader that continues after the last
+  // id it got misses nothing. A read whose snapshot was taken earlier (it
+  // ran another statement first) cannot be helped: it lists what its
+  // snapshot has, as does a write (the usage rebuild), whose SERIALIZABLE
+  // isolation covers what it reads.
+  if (!writable_ && conn_.calls() == calls_at_begin_) {
+    CP_TRY(conn_.execute("LOCK TABLE event_gate IN ROW EXCLUSIVE MODE"));
+  }
+  return SqlTx::list_events(q);
 }
 
 // ------------------------------------------------- shared SQL (SqlTx)
