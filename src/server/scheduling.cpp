@@ -31,6 +31,7 @@
 #include <chrono>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -265,9 +266,22 @@ Status ControlPlane::schedule_once() {
     }
 
     std::map<std::string, std::pair<std::int64_t, Millis>> dispatched;  // cluster -> (attempts, wait)
+    // The placed tasks as this transaction sees them, in one statement.
+    std::unordered_map<std::string, Task> placed;
+    {
+      std::vector<std::string> ids;
+      ids.reserve(plan.placements.size());
+      for (const auto& pl : plan.placements) ids.push_back(pl.task_id);
+      CP_ASSIGN(auto tasks, tx.get_tasks(ids));
+      for (auto& task : tasks) {
+        std::string id = task.id;
+        placed.insert_or_assign(std::move(id), std::move(task));
+      }
+    }
     for (const auto& pl : plan.placements) {
-      CP_ASSIGN(auto t, tx.get_task(pl.task_id));
-      if (!t) continue;
+      auto found = placed.find(pl.task_id);
+      if (found == placed.end()) continue;
+      Task* t = &found->second;
       if (auto why_not = held->recheck(*t, pl)) {
         spdlog::info("placement of {} dropped at apply: {}", t->id, *why_not);
         continue;

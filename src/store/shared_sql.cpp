@@ -61,6 +61,19 @@ const UsageColumn* usage_column(std::string_view name) {
 
 }  // namespace
 
+Statement by_ids(std::string_view table, std::span<const std::string> ids, const Dialect& d) {
+  boost::json::array list;
+  list.reserve(ids.size());
+  for (const auto& id : ids) list.emplace_back(id);
+  Statement s;
+  s.text = "SELECT doc FROM ";
+  s.text += table;
+  s.text += " WHERE id";
+  s.text += d.in_json_array;
+  s.args.emplace_back(boost::json::serialize(list));
+  return s;
+}
+
 void append_in(Statement& s, std::string_view column, const std::vector<std::string>& values) {
   s.text += " AND ";
   s.text += column;

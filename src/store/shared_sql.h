@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -26,6 +27,9 @@ struct Dialect {
   // as bytes: "" for SQLite (BINARY is its default), " COLLATE \"C\"" for
   // PostgreSQL, whose default collation follows the locale.
   std::string_view bytewise;
+  // "column" followed by this matches the strings of one parameter, a JSON
+  // array of them (sql::by_ids).
+  std::string_view in_json_array;
 };
 
 inline constexpr std::size_t kMaxPageSize = 1000;
@@ -68,6 +72,11 @@ Statement delete_events_before(Millis before, int limit);
 // A task's attempts, the events about it and them, the task, and its
 // pipeline when this was the pipeline's last task.
 std::vector<Statement> delete_task(const Task& task);
+
+// "SELECT doc FROM table WHERE id <in the JSON array of ids>": one text for
+// any number of ids, so that PostgreSQL prepares it once.
+Statement by_ids(std::string_view table, std::span<const std::string> ids, const Dialect& d);
+inline constexpr std::size_t kMaxIdsAStatement = 1000;
 
 // " AND column IN (?, ?, ...)" with one placeholder per value.
 void append_in(Statement& s, std::string_view column, const std::vector<std::string>& values);

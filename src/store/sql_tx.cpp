@@ -8,6 +8,30 @@
 
 namespace cp {
 
+// ------------------------------------------------------- tasks and attempts
+
+template <class T>
+Result<std::vector<T>> SqlTx::by_ids(std::string_view table, const std::vector<std::string>& ids) {
+  std::vector<T> out;
+  out.reserve(ids.size());
+  for (std::size_t from = 0; from < ids.size(); from += sql::kMaxIdsAStatement) {
+    const auto to = std::min(ids.size(), from + sql::kMaxIdsAStatement);
+    const std::span<const std::string> chunk(ids.data() + from, to - from);
+    CP_TRY(run_query(sql::by_ids(table, chunk, dialect()), [&](const Row& row) -> Status {
+      CP_ASSIGN(auto value, decode_row<T>(row.text(0), table));
+      out.push_back(std::move(value));
+      return {};
+    }));
+  }
+  return out;
+}
+
+Result<std::vector<Task>> SqlTx::get_tasks(const std::vector<std::string>& ids) { return by_ids<Task>("tasks", ids); }
+
+Result<std::vector<Attempt>> SqlTx::get_attempts(const std::vector<std::string>& ids) {
+  return by_ids<Attempt>("attempts", ids);
+}
+
 // -------------------------------------------------------------------- usage
 
 Status SqlTx::add_usage(const std::vector<UsageRow>& rows) {

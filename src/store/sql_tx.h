@@ -23,6 +23,10 @@ class SqlTx : public Tx {
   };
   using SqlRowFn = std::function<Status(const Row&)>;
 
+  // Tasks and attempts by id, in batches.
+  Result<std::vector<Task>> get_tasks(const std::vector<std::string>& ids) override;
+  Result<std::vector<Attempt>> get_attempts(const std::vector<std::string>& ids) override;
+
   // The usage ledger.
   Status add_usage(const std::vector<UsageRow>& rows) override;
   Result<std::vector<UsageRow>> usage_totals(const UsageQuery& q) override;
@@ -67,6 +71,10 @@ class SqlTx : public Tx {
   // Calls on_row for every row of a SELECT.
   virtual Status run_query(const sql::Statement& s, const SqlRowFn& on_row) = 0;
   virtual const sql::Dialect& dialect() const = 0;
+
+ private:
+  template <class T>
+  Result<std::vector<T>> by_ids(std::string_view table, const std::vector<std::string>& ids);
 };
 
 }  // namespace cp

@@ -318,6 +318,45 @@ TEST_P(StoreTest, AttemptsRoundTripAndListByNumber) {
             "not_found");
 }
 
+TEST_P(StoreTest, TasksAndAttemptsByIdsReturnThoseThatExistAcrossBatches) {
+  // More ids than one statement takes, an id that JSON must escape, and an
+  // id that does not exist.
+  const std::string odd = "t-\"odd\"\\id";
+  Task odd_task = make_task(odd, kT0);
+  write([&](Tx& tx) -> Status {
+    for (int i = 0; i < 1205; ++i) CP_TRY(tx.insert_task(make_task(task_id(i), kT0 + i)));
+    CP_TRY(tx.insert_task(odd_task));
+    CP_TRY(tx.insert_attempt(make_attempt("t-0001", 1, "c-east", AttemptState::Running)));
+    return tx.insert_attempt(make_attempt(odd, 1, "c-east", AttemptState::Running));
+  });
+  std::vector<std::string> ask;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 1205; ++i) {
+    ask.push_back(task_id(i));
+    expected.push_back(task_id(i));
+  }
+  ask.push_back("t-missing");
+  ask.push_back(odd);
+  expected.push_back(odd);
+  auto tasks = read([&](Tx& tx) { return tx.get_tasks(ask); });
+  auto ids = ids_of(tasks);
+  std::sort(ids.begin(), ids.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(ids, expected);
+  auto odd_read = std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.id == odd; });
+  ASSERT_NE(odd_read, tasks.end());
+  expect_same(odd_task, *odd_read);
+  EXPECT_TRUE(read([](Tx& tx) { return tx.get_tasks({}); }).empty());
+
+  auto attempts = read([&](Tx& tx) { return tx.get_attempts({odd + ".1", "t-0001.1", "t-0002.1"}); });
+  std::vector<std::string> attempt_ids;
+  for (const auto& a : attempts) attempt_ids.push_back(a.id);
+  std::vector<std::string> expected_attempts{"t-0001.1", odd + ".1"};
+  std::sort(attempt_ids.begin(), attempt_ids.end());
+  std::sort(expected_attempts.begin(), expected_attempts.end());
+  EXPECT_EQ(attempt_ids, expected_attempts);
+}
+
 TEST_P(StoreTest, ActiveAttemptsAreTheNonTerminalOnesPerClusterOrAll) {
   write([](Tx& tx) -> Status {
     CP_TRY(tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Dispatched)));

@@ -8,7 +8,7 @@
 namespace cp {
 namespace {
 
-const sql::Dialect kDialect{""};
+const sql::Dialect kDialect{"", " IN (SELECT value FROM json_each(?))"};
 
 }  // namespace
 
