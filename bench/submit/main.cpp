@@ -140,6 +140,7 @@ struct EndToEnd {
   std::int64_t accepted = 0;
   std::int64_t dispatched = 0;
   std::vector<double> latencies_ms;
+  cp::AuditBatch::Stats audit;  // audit rows and the transactions that wrote them
 };
 
 EndToEnd run_end_to_end(cp::Store& store, cp::ObjectStore& objects, int tasks, int clients, int http_threads,
@@ -222,6 +223,7 @@ EndToEnd run_end_to_end(cp::Store& store, cp::ObjectStore& objects, int tasks, i
   }
   out.seconds_to_dispatch = std::chrono::duration<double>(Clock::now() - t0).count();
   for (auto& l : latencies) out.latencies_ms.insert(out.latencies_ms.end(), l.begin(), l.end());
+  out.audit = control.audit_stats();
   done = true;
   agent_thread.join();
   control.stop_background();
@@ -380,6 +382,8 @@ int main(int argc, char** argv) {
   std::printf("cpu: %.1f s for the end-to-end run, %.0f us a task (clients included)\n", e2e_cpu,
               e2e_cpu * 1e6 / std::max<double>(1, static_cast<double>(e2e.accepted)));
   if (!group_commit.empty()) std::printf("%s\n", group_commit.c_str());
+  std::printf("audit: %lld rows in %lld transactions\n", static_cast<long long>(e2e.audit.rows),
+              static_cast<long long>(e2e.audit.batches));
   std::printf("raw batched insert (%d tasks a transaction): %.0f tasks/s\n", batch, raw);
   if (e2e.accepted != tasks || e2e.dispatched < e2e.accepted) {
     std::printf("ERROR not every task was accepted and dispatched\n");

@@ -443,7 +443,7 @@ Status ControlPlane::deliver_alerts() {
 Status ControlPlane::record_audit(AuditEntry e) {
   e.at = clock_.now_ms();
   e.id = new_id("audit", e.at);
-  return store_.write([&](Tx& tx) { return tx.append_audit(e); });
+  return audit_batch_.append(std::move(e));
 }
 
 Result<AuditPage> ControlPlane::list_audit(const Principal& p, AuditQuery q) {

@@ -25,6 +25,7 @@
 #include "model/protocol.h"
 #include "model/types.h"
 #include "objstore/object_store.h"
+#include "server/audit_batch.h"
 #include "server/fleet_nodes.h"
 #include "server/live_inventory.h"
 #include "server/live_work.h"
@@ -283,6 +284,7 @@ class ControlPlane {
   // Stores one change made through the API (the HTTP layer fills it; the id
   // and time are set here). Read by admins only.
   Status record_audit(AuditEntry e);
+  AuditBatch::Stats audit_stats() const { return audit_batch_.stats(); }
   Result<AuditPage> list_audit(const Principal& p, AuditQuery q);
 
   Result<MetricsSnapshot> metrics();
@@ -295,6 +297,7 @@ class ControlPlane {
                            const std::function<json::object*(const std::string&)>& document_of);
 
   Store& store_;
+  AuditBatch audit_batch_{store_};  // record_audit: rows of concurrent requests in one transaction
   ObjectStore& objects_;
   const Clock& clock_;
   ServerConfig config_;
