@@ -266,6 +266,9 @@ Status ControlPlane::schedule_once() {
     }
 
     std::map<std::string, std::pair<std::int64_t, Millis>> dispatched;  // cluster -> (attempts, wait)
+    // Each placement writes an attempt, its task and an event: sent together
+    // (one statement of each on PostgreSQL), before the next read and COMMIT.
+    tx.hold_writes();
     // The placed tasks as this transaction sees them, in one statement.
     std::unordered_map<std::string, Task> placed;
     {

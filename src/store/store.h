@@ -167,6 +167,15 @@ class Tx {
   // the backend publishes them after COMMIT.
   ChangedRows take_changed() { return std::move(changed_); }
 
+  // From here to the end of the body, insert_attempt, update_task and
+  // append_event may be held back and sent together: PostgreSQL sends one
+  // statement of each kind before the body's next other statement and before
+  // COMMIT, instead of a round trip per row. A held write's error then comes
+  // from that later call, or from write() itself, and append_event returns 0.
+  // For bodies that write many rows and end at any error (the scheduler's
+  // apply). SQLite has no round trips to save and writes at once.
+  virtual void hold_writes() {}
+
   // Free-form settings (e.g. "admin_token_created").
   virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
   virtual Status set_meta(const std::string& key, const std::string& value) = 0;

@@ -357,6 +357,80 @@ TEST_P(StoreTest, TasksAndAttemptsByIdsReturnThoseThatExistAcrossBatches) {
   EXPECT_EQ(attempt_ids, expected_attempts);
 }
 
+TEST_P(StoreTest, HeldWritesAreReadBackInTheirBodyAndCommitInOrder) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(make_task("t-1", kT0)));
+    return tx.insert_task(make_task("t-2", kT0));
+  });
+  Task t1 = make_task("t-1", kT0, TaskState::Dispatched);
+  t1.assigned_cluster = "c-east";
+  write([&](Tx& tx) -> Status {
+    tx.hold_writes();
+    CP_TRY(tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Dispatched)));
+    CP_TRY(tx.update_task(make_task("t-1", kT0, TaskState::Admitted)));
+    CP_TRY(tx.update_task(t1));  // the later update of one task wins
+    CP_TRY(tx.update_task(make_task("t-2", kT0, TaskState::Admitted)));
+    for (int i = 0; i < 3; ++i) {
+      CP_TRY(tx.append_event(make_event("task", "t-1", kT0 + 10 - i, "step-" + std::to_string(i))));
+    }
+    // Read back inside the body.
+    CP_ASSIGN(auto a, tx.get_attempt("t-1.1"));
+    if (!a) return Error{"test", 500, "held attempt not read back", "", {}};
+    CP_ASSIGN(auto t, tx.get_task("t-1"));
+    if (!t || t->state != TaskState::Dispatched) return Error{"test", 500, "held update not read back", "", {}};
+    // And more held rows after the read: sent before COMMIT.
+    CP_TRY(tx.append_event(make_event("task", "t-2", kT0, "step-3")));
+    return {};
+  });
+  auto got = read([](Tx& tx) { return tx.get_task("t-1"); });
+  ASSERT_TRUE(got.has_value());
+  expect_same(t1, *got);
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_task("t-2"); })->state, TaskState::Admitted);
+  ASSERT_TRUE(read([](Tx& tx) { return tx.get_attempt("t-1.1"); }).has_value());
+  EventQuery q;
+  q.limit = 10;
+  auto events = read([&](Tx& tx) { return tx.list_events(q); });
+  ASSERT_EQ(events.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(events[i].type, "step-" + std::to_string(i));  // ids in the order written, not by time
+    if (i > 0) {
+      EXPECT_GT(events[i].id, events[i - 1].id);
+    }
+  }
+  EXPECT_EQ(events[3].object_id, "t-2");
+}
+
+TEST_P(StoreTest, AHeldWriteThatFailsFailsItsWholeBody) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(make_task("t-1", kT0)));
+    return tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Running));
+  });
+  // An attempt that exists: already_exists, from the insert or later.
+  Error e = write_error([](Tx& tx) -> Status {
+    tx.hold_writes();
+    CP_TRY(tx.update_task(make_task("t-1", kT0, TaskState::Running)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-1", 2, "c-east", AttemptState::Running)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Running)));
+    CP_TRY(tx.append_event(make_event("task", "t-1", kT0, "never")));
+    return {};
+  });
+  EXPECT_EQ(e.code, "already_exists");
+  EXPECT_NE(e.message.find("t-1.1"), std::string::npos) << e.message;
+  // A task that does not exist: not_found.
+  e = write_error([](Tx& tx) -> Status {
+    tx.hold_writes();
+    CP_TRY(tx.update_task(make_task("t-1", kT0, TaskState::Running)));
+    return tx.update_task(make_task("t-404", kT0, TaskState::Running));
+  });
+  EXPECT_EQ(e.code, "not_found");
+  EXPECT_NE(e.message.find("t-404"), std::string::npos) << e.message;
+  // Nothing of either body was kept.
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_task("t-1"); })->state, TaskState::Queued);
+  EXPECT_FALSE(read([](Tx& tx) { return tx.get_attempt("t-1.2"); }).has_value());
+  EventQuery q;
+  EXPECT_TRUE(read([&](Tx& tx) { return tx.list_events(q); }).empty());
+}
+
 TEST_P(StoreTest, ActiveAttemptsAreTheNonTerminalOnesPerClusterOrAll) {
   write([](Tx& tx) -> Status {
     CP_TRY(tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Dispatched)));

@@ -140,6 +140,7 @@ Status PostgresStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
   Status status = transaction(kind, [&](pg::Connection& conn) -> Status {
     PostgresTx tx(conn, kind == TxKind::write);
     Status run = body(tx);
+    if (run.ok()) run = tx.send_held();  // rows of hold_writes() not sent yet
     ChangedRows noted = tx.take_changed();
     changed.tasks.insert(changed.tasks.end(), noted.tasks.begin(), noted.tasks.end());
     changed.attempts.insert(changed.attempts.end(), noted.attempts.begin(), noted.attempts.end());

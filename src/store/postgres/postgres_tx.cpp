@@ -25,6 +25,7 @@ Result<std::int64_t> PostgresTx::modify(std::string_view sql, const Args& args) 
     // A bug in the caller, but one that must not corrupt anything: refuse.
     return store_error(500, "write attempted inside Store::read(): " + std::string(sql.substr(0, 60)));
   }
+  CP_TRY(send_held());
   CP_ASSIGN(auto rows, conn_.query(sql, args));
   return rows.affected();
 }
@@ -48,6 +49,7 @@ Status PostgresTx::modify_one(std::string_view sql, const Args& args, std::strin
 }
 
 Status PostgresTx::query(std::string_view sql, const Args& args, const RowFn& on_row) {
+  CP_TRY(send_held());
   CP_ASSIGN(auto rows, conn_.query(sql, args));
   for (int i = 0; i < rows.size(); ++i) CP_TRY(on_row(Row{rows, i}));
   return {};

@@ -20,6 +20,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "store/postgres/pg_connection.h"
@@ -102,6 +103,12 @@ class PostgresTx final : public SqlTx {
   Result<std::int64_t> append_event(const Event& e) override;
   Result<std::vector<Event>> list_events(const EventQuery& q) override;
 
+  void hold_writes() override { holding_ = writable_; }
+  // Sends what hold_writes() held back: one INSERT of the attempts, one
+  // UPDATE of the tasks, one INSERT of the events. Every statement of this
+  // Tx calls it first; PostgresStore calls it before COMMIT.
+  Status send_held();
+
 
   Status delete_task(const std::string& id) override;
 
@@ -173,6 +180,13 @@ class PostgresTx final : public SqlTx {
   pg::Connection& conn_;
   bool writable_;
   std::uint64_t calls_at_begin_;  // conn_.calls() when the body began
+  // hold_writes(): rows not sent yet, in the order they were written; a
+  // task's later update replaces its earlier one (held_task_at_).
+  bool holding_ = false;
+  std::vector<Attempt> held_attempts_;
+  std::vector<Task> held_tasks_;
+  std::unordered_map<std::string, std::size_t> held_task_at_;
+  std::vector<Event> held_events_;
 };
 
 }  // namespace cp

@@ -1,5 +1,6 @@
 // PostgresTx: pipelines, tasks, attempts and events.
 #include <algorithm>
+#include <set>
 
 #include "store/postgres/postgres_tx.h"
 #include "store/shared_sql.h"
@@ -39,6 +40,15 @@ Status PostgresTx::insert_task(const Task& t) {
 
 Status PostgresTx::update_task(const Task& t) {
   noted_task(t.id);
+  if (holding_) {
+    auto [at, added] = held_task_at_.emplace(t.id, held_tasks_.size());
+    if (added) {
+      held_tasks_.push_back(t);
+    } else {
+      held_tasks_[at->second] = t;
+    }
+    return {};
+  }
   return modify_one(
       "UPDATE tasks SET pipeline_id = ?, project_group = ?, resource_group = ?, assigned_cluster = ?, state = ?, "
       "created_at = ?, updated_at = ?, doc = ? WHERE id = ?",
@@ -88,6 +98,10 @@ Result<std::vector<std::tuple<std::string, TaskState, std::int64_t>>> PostgresTx
 
 Status PostgresTx::insert_attempt(const Attempt& a) {
   noted_attempt(a.id);
+  if (holding_) {
+    held_attempts_.push_back(a);
+    return {};
+  }
   return insert(
       "INSERT INTO attempts (id, task_id, cluster_id, state, number, doc) VALUES (?, ?, ?, ?, ?, ?) "
       "ON CONFLICT DO NOTHING",
@@ -131,6 +145,10 @@ Result<std::int64_t> PostgresTx::append_event(const Event& e) {
   // for every writer that may hold an id (list_events). Before, an exclusive
   // lock taken here made writers flush their commits one at a time.
   if (!writable_) return store_error(500, "write attempted inside Store::read(): append_event");
+  if (holding_) {
+    held_events_.push_back(e);
+    return std::int64_t{0};
+  }
   Event row = e;
   row.id = 0;
   std::string doc = encode_row(row);
@@ -152,6 +170,97 @@ Result<std::int64_t> PostgresTx::append_event(const Event& e) {
   CP_TRY(exec("INSERT INTO events (id, at, object_kind, object_id, type, doc) VALUES (?, ?, ?, ?, ?, ?)",
               {row.id, row.at, row.object_kind, row.object_id, row.type, encode_row(row)}));
   return row.id;
+}
+
+Status PostgresTx::send_held() {
+  if (!held_attempts_.empty()) {
+    json::array rows;
+    rows.reserve(held_attempts_.size());
+    for (const auto& a : held_attempts_) {
+      rows.push_back(json::object{{"id", a.id},
+                                  {"task_id", a.task_id},
+                                  {"cluster_id", a.cluster_id},
+                                  {"state", enum_name(a.state)},
+                                  {"number", a.number},
+                                  {"doc", encode_row(a)}});
+    }
+    CP_ASSIGN(auto inserted,
+              conn_.query("INSERT INTO attempts (id, task_id, cluster_id, state, number, doc) "
+                          "SELECT id, task_id, cluster_id, state, number, doc FROM json_to_recordset(CAST(? AS json)) "
+                          "AS x(id text, task_id text, cluster_id text, state text, number bigint, doc text) "
+                          "ON CONFLICT DO NOTHING RETURNING id",
+                          {json::serialize(rows)}));
+    if (inserted.size() != static_cast<int>(held_attempts_.size())) {
+      std::set<std::string> went_in;
+      for (int i = 0; i < inserted.size(); ++i) went_in.insert(inserted.text(i, 0));
+      for (const auto& a : held_attempts_) {
+        if (!went_in.contains(a.id)) return errors::already_exists("attempt", a.id);
+      }
+      return errors::already_exists("attempt", held_attempts_.front().id);  // one id twice in the batch
+    }
+    held_attempts_.clear();
+  }
+  if (!held_tasks_.empty()) {
+    json::array rows;
+    rows.reserve(held_tasks_.size());
+    for (const auto& t : held_tasks_) {
+      rows.push_back(json::object{{"id", t.id},
+                                  {"pipeline_id", t.pipeline_id},
+                                  {"project_group", t.project_group},
+                                  {"resource_group", t.resource_group},
+                                  {"assigned_cluster", t.assigned_cluster},
+                                  {"state", enum_name(t.state)},
+                                  {"created_at", t.created_at},
+                                  {"updated_at", t.updated_at},
+                                  {"doc", encode_row(t)}});
+    }
+    CP_ASSIGN(auto updated,
+              conn_.query("UPDATE tasks AS t SET pipeline_id = x.pipeline_id, project_group = x.project_group, "
+                          "resource_group = x.resource_group, assigned_cluster = x.assigned_cluster, state = x.state, "
+                          "created_at = x.created_at, updated_at = x.updated_at, doc = x.doc "
+                          "FROM json_to_recordset(CAST(? AS json)) AS x(id text, pipeline_id text, project_group "
+                          "text, resource_group text, assigned_cluster text, state text, created_at bigint, "
+                          "updated_at bigint, doc text) WHERE t.id = x.id RETURNING t.id",
+                          {json::serialize(rows)}));
+    if (updated.size() != static_cast<int>(held_tasks_.size())) {
+      std::set<std::string> found;
+      for (int i = 0; i < updated.size(); ++i) found.insert(updated.text(i, 0));
+      for (const auto& t : held_tasks_) {
+        if (!found.contains(t.id)) return errors::not_found("task", t.id);
+      }
+    }
+    held_tasks_.clear();
+    held_task_at_.clear();
+  }
+  if (!held_events_.empty()) {
+    json::array rows;
+    rows.reserve(held_events_.size());
+    constexpr std::string_view kIdZero = "{\"id\":0,";
+    for (const auto& e : held_events_) {
+      Event row = e;
+      row.id = 0;
+      std::string doc = encode_row(row);
+      if (!doc.starts_with(kIdZero)) return store_error(500, "an event document does not open with its id");
+      rows.push_back(json::object{{"at", row.at},
+                                  {"object_kind", row.object_kind},
+                                  {"object_id", row.object_id},
+                                  {"type", row.type},
+                                  {"doc", std::move(doc)}});
+    }
+    // Ids in the order the events were written: the innermost SELECT orders
+    // the rows, the one around it takes nextval row by row in that order,
+    // and the id goes into each document in place of the 0 (append_event).
+    CP_TRY(conn_.query(
+        "INSERT INTO events (id, at, object_kind, object_id, type, doc) "
+        "SELECT n, at, object_kind, object_id, type, '{\"id\":' || n || ',' || substr(doc, 9) FROM ("
+        "SELECT nextval('events_id_seq') AS n, e.* FROM ("
+        "SELECT x.* FROM ROWS FROM (json_to_recordset(CAST(? AS json)) "
+        "AS (at bigint, object_kind text, object_id text, type text, doc text)) "
+        "WITH ORDINALITY AS x(at, object_kind, object_id, type, doc, ord) ORDER BY x.ord) AS e) AS z",
+        {json::serialize(rows)}));
+    held_events_.clear();
+  }
+  return {};
 }
 
 Result<std::vector<Event>> PostgresTx::list_events(const EventQuery& q) {
