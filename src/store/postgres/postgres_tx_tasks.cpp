@@ -12,6 +12,18 @@ namespace {
 // = ANY of an array built once (an InitPlan): an index scan with array keys.
 const sql::Dialect kDialect{" COLLATE \"C\"", " = ANY(ARRAY(SELECT json_array_elements_text(CAST(? AS json))))"};
 
+// The id of the first of `held` that `returned` (a RETURNING id) lacks, ""
+// when every one came back.
+template <class T>
+std::string first_missing(const pg::Rows& returned, const std::vector<T>& held) {
+  std::set<std::string> ids;
+  for (int i = 0; i < returned.size(); ++i) ids.insert(returned.text(i, 0));
+  for (const auto& row : held) {
+    if (!ids.contains(row.id)) return row.id;
+  }
+  return "";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- pipelines
@@ -191,12 +203,9 @@ Status PostgresTx::send_held() {
                           "ON CONFLICT DO NOTHING RETURNING id",
                           {json::serialize(rows)}));
     if (inserted.size() != static_cast<int>(held_attempts_.size())) {
-      std::set<std::string> went_in;
-      for (int i = 0; i < inserted.size(); ++i) went_in.insert(inserted.text(i, 0));
-      for (const auto& a : held_attempts_) {
-        if (!went_in.contains(a.id)) return errors::already_exists("attempt", a.id);
-      }
-      return errors::already_exists("attempt", held_attempts_.front().id);  // one id twice in the batch
+      // An id that exists, or one held twice.
+      auto id = first_missing(inserted, held_attempts_);
+      return errors::already_exists("attempt", id.empty() ? held_attempts_.front().id : id);
     }
     held_attempts_.clear();
   }
@@ -223,11 +232,7 @@ Status PostgresTx::send_held() {
                           "updated_at bigint, doc text) WHERE t.id = x.id RETURNING t.id",
                           {json::serialize(rows)}));
     if (updated.size() != static_cast<int>(held_tasks_.size())) {
-      std::set<std::string> found;
-      for (int i = 0; i < updated.size(); ++i) found.insert(updated.text(i, 0));
-      for (const auto& t : held_tasks_) {
-        if (!found.contains(t.id)) return errors::not_found("task", t.id);
-      }
+      return errors::not_found("task", first_missing(updated, held_tasks_));
     }
     held_tasks_.clear();
     held_task_at_.clear();
