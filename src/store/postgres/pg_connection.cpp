@@ -1,6 +1,7 @@
 #include "store/postgres/pg_connection.h"
 
 #include <charconv>
+#include <optional>
 
 #include "store/store_error.h"
 
@@ -210,6 +211,7 @@ Result<Rows> Connection::query(std::string_view sql, const std::vector<SqlValue>
   for (const auto& t : texts) values.push_back(t.c_str());
 
   CP_ASSIGN(std::string name, prepared(sql, args));
+  if (!pending_begin_.empty()) return query_after_begin(sql, name, values, args);
   PGresult* raw = nullptr;
   if (!name.empty()) {
     raw = PQexecPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
@@ -224,9 +226,67 @@ Result<Rows> Connection::query(std::string_view sql, const std::vector<SqlValue>
   return rows;
 }
 
+Result<Rows> Connection::query_after_begin(std::string_view sql, const std::string& name,
+                                           const std::vector<const char*>& values,
+                                           const std::vector<SqlValue>& args) {
+  std::vector<std::string> begin;
+  begin.swap(pending_begin_);
+  if (PQenterPipelineMode(conn_) != 1) return error(nullptr, "entering pipeline mode");
+  const int n = static_cast<int>(values.size());
+  bool sent = true;
+  for (const auto& b : begin) {
+    sent = sent && PQsendQueryParams(conn_, b.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+  }
+  if (name.empty()) {
+    auto types = param_types(args);
+    sent = sent && PQsendQueryParams(conn_, number_placeholders(sql).c_str(), n, types.data(), values.data(), nullptr,
+                                     nullptr, 0) == 1;
+  } else {
+    sent = sent && PQsendQueryPrepared(conn_, name.c_str(), n, values.data(), nullptr, nullptr, 0) == 1;
+  }
+  sent = sent && PQpipelineSync(conn_) == 1;
+  // Each command's result and a null after it; then the sync. A command
+  // after a failed one comes back PGRES_PIPELINE_ABORTED. No reply at all
+  // (a lost connection) ends the reading: the connection is broken then.
+  std::optional<Error> failed;
+  std::unique_ptr<PGresult, decltype(&PQclear)> last(nullptr, &PQclear);
+  if (!sent) failed = error(nullptr, sql);
+  for (std::size_t i = 0; sent && i <= begin.size(); ++i) {
+    std::unique_ptr<PGresult, decltype(&PQclear)> r(PQgetResult(conn_), &PQclear);
+    if (r == nullptr) {
+      failed = error(nullptr, sql);
+      sent = false;
+      break;
+    }
+    if (PQresultStatus(r.get()) == PGRES_FATAL_ERROR && !failed) {
+      failed = error(r.get(), i < begin.size() ? std::string_view(begin[i]) : sql);
+    }
+    while (PGresult* more = PQgetResult(conn_)) PQclear(more);  // to the null that ends this command
+    if (i == begin.size()) last = std::move(r);
+  }
+  if (sent) {
+    std::unique_ptr<PGresult, decltype(&PQclear)> sync(PQgetResult(conn_), &PQclear);
+    if ((sync == nullptr || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) && !failed) {
+      failed = error(sync.get(), sql);
+    }
+  }
+  if (PQexitPipelineMode(conn_) != 1 && !failed) failed = error(nullptr, "leaving pipeline mode");
+  if (failed) return *failed;
+  auto status = PQresultStatus(last.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) return error(last.get(), sql);
+  return Rows(last.release());
+}
+
 Status Connection::execute(std::string_view sql) {
   ++calls_;
-  std::string text(sql);  // PQexec wants a NUL-terminated string
+  if (!pending_begin_.empty() && (sql == "COMMIT" || sql == "ROLLBACK")) {
+    pending_begin_.clear();  // nothing was sent: there is no transaction to end
+    return {};
+  }
+  std::string text;
+  for (const auto& b : pending_begin_) text += b + "; ";
+  pending_begin_.clear();
+  text += sql;  // PQexec wants a NUL-terminated string
   std::unique_ptr<PGresult, decltype(&PQclear)> result(PQexec(conn_, text.c_str()), &PQclear);
   auto status = PQresultStatus(result.get());
   if (result == nullptr ||

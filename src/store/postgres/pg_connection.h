@@ -67,6 +67,14 @@ class Connection {
   // compares two readings to know whether anything was sent in between.
   std::uint64_t calls() const { return calls_; }
 
+  // Opens a transaction with `statements` (BEGIN and the LOCKs that go with
+  // it), sent in the same round trip as the next query() or execute()
+  // instead of one of their own. A COMMIT or ROLLBACK with nothing sent in
+  // between is not sent either: there is nothing to end. cancel_begin()
+  // forgets statements not sent yet.
+  void begin_with_next(std::vector<std::string> statements) { pending_begin_ = std::move(statements); }
+  void cancel_begin() { pending_begin_.clear(); }
+
   // Whether the connection is gone; reconnect() brings it back.
   bool broken() const { return PQstatus(conn_) != CONNECTION_OK; }
   // Reconnects with the same parameters. Prepared statements die with the
@@ -93,6 +101,11 @@ class Connection {
   // The prepared statement's name for `sql` and these parameter types,
   // preparing it on first use; "" when the cache is full (use PQexecParams).
   Result<std::string> prepared(std::string_view sql, const std::vector<SqlValue>& args);
+  // The pending BEGIN statements and then one statement (prepared as `name`,
+  // or with its parameters when `name` is ""), in pipeline mode: one round
+  // trip. The statement's result, or the first error.
+  Result<Rows> query_after_begin(std::string_view sql, const std::string& name, const std::vector<const char*>& values,
+                                 const std::vector<SqlValue>& args);
 
   // Distinct SQL texts are few (the list_tasks filters make the most); the
   // cap only keeps a pathological caller from growing it without bound.
@@ -103,6 +116,7 @@ class Connection {
   std::unordered_map<std::string, std::string> prepared_;  // sql + types -> statement name
   int next_statement_ = 0;
   std::uint64_t calls_ = 0;
+  std::vector<std::string> pending_begin_;  // begin_with_next()
   Retry retry_ = Retry::no;
 };
 

@@ -175,39 +175,42 @@ Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Co
 
 Status PostgresStore::transaction_once(pg::Connection& conn, TxKind kind, Gate gate,
                                        const std::function<Status(pg::Connection&)>& body) {
-  // One round trip: BEGIN and, for a write, the gates. LOCK takes no
-  // snapshot, so a SERIALIZABLE transaction's snapshot comes after the lock:
-  // with the gate held exclusively, it sees every writer that went before.
-  std::string begin;
+  // BEGIN and, for a write, the gates, sent with the body's first statement
+  // (pg::Connection::begin_with_next): no round trip of their own. LOCK
+  // takes no snapshot, so a SERIALIZABLE transaction's snapshot comes after
+  // the lock: with the gate held exclusively, it sees every writer that went
+  // before.
+  std::vector<std::string> begin;
   switch (kind) {
     case TxKind::read:
-      begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+      begin = {"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"};
       break;
     case TxKind::write:
       // And event_gate, shared by writers: a read that follows the event
       // log waits for the writers in flight (PostgresTx::append_event).
-      begin = gate == Gate::shared ? "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE schema_migrations IN ROW SHARE "
-                                     "MODE; LOCK TABLE event_gate IN SHARE MODE"
-                                   : "BEGIN ISOLATION LEVEL SERIALIZABLE; LOCK TABLE schema_migrations IN EXCLUSIVE "
-                                     "MODE; LOCK TABLE event_gate IN SHARE MODE";
+      begin = {"BEGIN ISOLATION LEVEL SERIALIZABLE",
+               gate == Gate::shared ? "LOCK TABLE schema_migrations IN ROW SHARE MODE"
+                                    : "LOCK TABLE schema_migrations IN EXCLUSIVE MODE",
+               "LOCK TABLE event_gate IN SHARE MODE"};
       break;
     case TxKind::migrate:
       // READ COMMITTED, so that what runs after the lock sees what another
       // migrating process committed while we waited for it.
-      begin = "BEGIN; SELECT pg_advisory_xact_lock(" + std::to_string(pg::kMigrationLockKey) + ")";
+      begin = {"BEGIN", "SELECT pg_advisory_xact_lock(" + std::to_string(pg::kMigrationLockKey) + ")"};
       break;
   }
   // Rolls back unless COMMIT ended the transaction, whether the body
   // returned an error, a statement failed (the LOCK after BEGIN included),
-  // or the body threw.
+  // or the body threw. A BEGIN never sent is forgotten.
   struct RollbackUnlessCommitted {
     pg::Connection& conn;
     ~RollbackUnlessCommitted() {
+      conn.cancel_begin();
       if (conn.in_transaction() && !conn.broken()) (void)conn.execute("ROLLBACK");
     }
   } guard{conn};
 
-  CP_TRY(conn.execute(begin));
+  conn.begin_with_next(std::move(begin));
   CP_TRY(body(conn));
   // A body may have turned a failed statement into its own success. The
   // server has rolled the transaction back by then, and COMMIT would say
