@@ -135,7 +135,10 @@ Status Connection::configure() {
 
 Status Connection::reconnect() {
   prepared_.clear();
+  pending_begin_.clear();
   PQreset(conn_);
+  // A new session starts outside pipeline mode; make sure libpq agrees.
+  if (PQpipelineStatus(conn_) != PQ_PIPELINE_OFF) (void)PQexitPipelineMode(conn_);
   if (PQstatus(conn_) != CONNECTION_OK) {
     Error e = store_error(503, "cannot reconnect to PostgreSQL at " + display_ + ": " + trim(PQerrorMessage(conn_)));
     e.details["backend"] = "postgresql";
@@ -270,7 +273,13 @@ Result<Rows> Connection::query_after_begin(std::string_view sql, const std::stri
       failed = error(sync.get(), sql);
     }
   }
-  if (PQexitPipelineMode(conn_) != 1 && !failed) failed = error(nullptr, "leaving pipeline mode");
+  if (PQexitPipelineMode(conn_) != 1) {
+    // Results left unread (a send failed half-way): the session's state is
+    // unknown, so start a new one, and let the store run the body again.
+    if (!failed) failed = error(nullptr, "leaving pipeline mode");
+    (void)reconnect();
+    retry_ = Retry::lost;
+  }
   if (failed) return *failed;
   auto status = PQresultStatus(last.get());
   if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) return error(last.get(), sql);
