@@ -1,5 +1,10 @@
 #include "server/audit_batch.h"
 
+#include <exception>
+#include <string>
+
+#include "common/error.h"
+
 namespace cp {
 
 Status AuditBatch::append(AuditEntry e) {
@@ -14,7 +19,12 @@ Status AuditBatch::append(AuditEntry e) {
     writing_ = true;
     batch.swap(queue_);
   }
-  write(batch);
+  try {
+    write(batch);
+  } catch (const std::exception& ex) {
+    // Never leave the others waiting behind a batch that will not end.
+    for (auto* p : batch) p->result = errors::internal(std::string("audit write threw: ") + ex.what());
+  }
   {
     std::lock_guard lock(mu_);
     for (auto* p : batch) p->done = true;
