@@ -445,7 +445,8 @@ TEST_P(LocalExecutorTest, GangFailureStopsSiblings) {
                      sh("if [ \"$CUBEPLANE_REPLICA\" = 1 ]; then "
                         "  while [ ! -f sleeper.0 ]; do sleep 0.02; done; exit 4; "
                         "fi; "
-                        "sleep 300 & echo $! > sleeper.$CUBEPLANE_REPLICA; wait"));
+                        // Written whole, then renamed: replica 1 must not see the file before the pid is in it.
+                        "sleep 300 & echo $! > sleeper.tmp; mv sleeper.tmp sleeper.$CUBEPLANE_REPLICA; wait"));
   o.placements = {ReplicaPlacement{0, "node-a", {0}}, ReplicaPlacement{1, "node-b", {0}}};
   ASSERT_TRUE(ex.start(o).ok());
   auto r = wait_terminal(ex, "t-gang.1");
