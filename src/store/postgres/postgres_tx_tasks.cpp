@@ -12,6 +12,12 @@ namespace {
 // = ANY of an array built once (an InitPlan): an index scan with array keys.
 const sql::Dialect kDialect{" COLLATE \"C\"", " = ANY(ARRAY(SELECT json_array_elements_text(CAST(? AS json))))"};
 
+// An event's document is encoded with id 0 and opens with it; the INSERT
+// puts the id from the sequence in its place: '{"id":' || n || ',' ||
+// substr(doc, 9) (append_event, send_held).
+constexpr std::string_view kIdZero = "{\"id\":0,";
+static_assert(kIdZero.size() == 8, "substr(doc, 9) starts right after it");
+
 // The id of the first of `held` that `returned` (a RETURNING id) lacks, ""
 // when every one came back.
 template <class T>
@@ -167,8 +173,6 @@ Result<std::int64_t> PostgresTx::append_event(const Event& e) {
   // One round trip instead of two: the id comes from the sequence inside
   // the INSERT, and goes into the document in place of the 0 it was
   // encoded with (the document opens with it: {"id":0,...).
-  constexpr std::string_view kIdZero = "{\"id\":0,";
-  static_assert(kIdZero.size() == 8, "substr(?, 9) below starts after it");
   if (doc.starts_with(kIdZero)) {
     CP_ASSIGN(auto inserted,
               conn_.query("INSERT INTO events (id, at, object_kind, object_id, type, doc) "
@@ -240,7 +244,6 @@ Status PostgresTx::send_held() {
   if (!held_events_.empty()) {
     json::array rows;
     rows.reserve(held_events_.size());
-    constexpr std::string_view kIdZero = "{\"id\":0,";
     for (const auto& e : held_events_) {
       Event row = e;
       row.id = 0;
