@@ -666,31 +666,71 @@ std::optional<std::size_t> walk(const std::vector<FreeOrder::Entry>& order, Wide
 
 }  // namespace
 
+bool CycleState::Ordered::out_of_order(std::size_t node, const NodeLoad& load) const {
+  return (mode == LoadMode::kNoHolds && holds_something(load)) || (overlay != nullptr && overlay->changed(node));
+}
+
+CycleState::Ordered CycleState::ordered(const LoadView& loads) const {
+  Ordered out;
+  if (&loads == this) {
+    out.applies = true;
+  } else if (const auto* view = dynamic_cast<const ModeView*>(&loads)) {
+    out.applies = view->base() == this && view->mode() == LoadMode::kNoHolds;
+    out.mode = LoadMode::kNoHolds;
+  } else if (const auto* overlay = dynamic_cast<const Overlay*>(&loads)) {
+    out.applies = overlay->base() == this;
+    out.overlay = overlay;
+  }
+  return out;
+}
+
+std::vector<std::size_t> CycleState::out_of_order_nodes(const Ordered& o, const std::vector<std::size_t>& ranks,
+                                                        int gpu_type_id) const {
+  std::vector<std::size_t> out;
+  auto wanted = [&](std::size_t i) {
+    const NodeView& v = nodes_[i];
+    if (std::find(ranks.begin(), ranks.end(), v.cluster_rank) == ranks.end()) return false;
+    if (gpu_type_id >= 0) return ((v.gpu_type_bits >> gpu_type_id) & 1u) != 0;
+    return gpu_type_id != -2 || v.has_gpus();
+  };
+  if (o.mode == LoadMode::kNoHolds && !holds_by_cluster_.empty()) {
+    for (std::size_t rank : ranks) {
+      for (std::size_t i : holds_by_cluster_[rank]) {
+        if (holds_something(loads_[i]) && wanted(i)) out.push_back(i);
+      }
+    }
+  }
+  if (o.overlay != nullptr) {
+    for (std::size_t i : o.overlay->changed_nodes()) {
+      if (wanted(i) && std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+    }
+  }
+  return out;
+}
+
+bool CycleState::order_ready() const {
+  if (!order_) {
+    // Ordering every node costs some thousand fits' worth of node checks: a
+    // state asked only a few times (one task, one decide()) does without.
+    if (++asks_before_order_ < kAsksBeforeOrder) return false;
+    order_ = std::make_unique<FreeOrder>(nodes_, loads_, cluster_rank_.size(), kinds_ - 2);
+  }
+  return true;
+}
+
 CycleState::Best CycleState::best_single(const LoadView& loads, const std::vector<std::string>& clusters,
                                          const ResourceGroup& group, const Request& request, ProjectId project,
                                          PlacementPolicy policy) const {
   Best out;
-  LoadMode mode = LoadMode::kAll;
-  if (&loads != this) {
-    const auto* view = dynamic_cast<const ModeView*>(&loads);
-    if (view == nullptr || view->base() != this || view->mode() != LoadMode::kNoHolds) return out;
-    mode = LoadMode::kNoHolds;
-  }
-  if (request.replicas != 1 || request.any_gpu()) return out;
-  if (!order_) {
-    // Ordering every node costs some thousand fits' worth of node checks: a
-    // state asked only a few times (one task, one decide()) does without.
-    if (++asks_before_order_ < kAsksBeforeOrder) return out;
-    order_ = std::make_unique<FreeOrder>(nodes_, loads_, cluster_rank_.size(), kinds_ - 2);
-  }
+  const Ordered o = ordered(loads);
+  if (!o.applies || request.replicas != 1 || request.any_gpu() || !order_ready()) return out;
   const bool gpu = request.wants_gpus();
   if (gpu && (request.gpu_type_id < 0 || static_cast<std::size_t>(request.gpu_type_id) >= order_->types())) return out;
   out.applies = true;
   const bool spread = policy == PlacementPolicy::spread;
-  const bool no_holds = mode == LoadMode::kNoHolds;
-  auto fits = [&](std::size_t i) { return !node_misfit(nodes_[i], loads_[i], group, request, mode); };
-  // Without holds, a node with holds is out of order: asked on its own below.
-  auto held = [&](const FreeOrder::Entry& e) { return no_holds && holds_something(loads_[e.node]); };
+  auto fits = [&](std::size_t i) { return !node_misfit(nodes_[i], loads.load(i), group, request, o.mode); };
+  // A node whose load here is not the one ordered is asked on its own below.
+  auto skip = [&](const FreeOrder::Entry& e) { return o.out_of_order(e.node, loads_[e.node]); };
   // Nodes that may be the best: per cluster, the first that fits of those
   // with GPU work of no other project, and the first of all.
   std::vector<std::size_t> candidates;
@@ -702,33 +742,78 @@ CycleState::Best CycleState::best_single(const LoadView& loads, const std::vecto
     if (gpu) {
       Wide need = request.gpus;
       auto other_project = [&](const FreeOrder::Entry& e) {
-        return held(e) || (e.holder != kNoProject && e.holder != project);
+        return skip(e) || (e.holder != kNoProject && e.holder != project);
       };
       if (auto i = walk(order_->single(r->second, request.gpu_type_id), need, spread, other_project, fits)) {
         candidates.push_back(*i);
       }
-      if (auto i = walk(order_->offering(r->second, request.gpu_type_id), need, spread, held, fits)) {
+      if (auto i = walk(order_->offering(r->second, request.gpu_type_id), need, spread, skip, fits)) {
         candidates.push_back(*i);
       }
     } else {
       Wide need = request.cpu > 0 ? static_cast<Wide>(request.cpu) : std::numeric_limits<std::int64_t>::min();
-      if (auto i = walk(order_->cpu(r->second), need, spread, held, fits)) candidates.push_back(*i);
+      if (auto i = walk(order_->cpu(r->second), need, spread, skip, fits)) candidates.push_back(*i);
     }
   }
-  if (no_holds && !holds_by_cluster_.empty()) {
-    for (std::size_t rank : ranks) {
-      for (std::size_t i : holds_by_cluster_[rank]) {
-        if (gpu && !((nodes_[i].gpu_type_bits >> request.gpu_type_id) & 1u)) continue;
-        if (holds_something(loads_[i]) && fits(i)) candidates.push_back(i);
-      }
-    }
+  for (std::size_t i : out_of_order_nodes(o, ranks, gpu ? request.gpu_type_id : -3)) {
+    if (fits(i)) candidates.push_back(i);
   }
   std::optional<std::pair<Score, std::size_t>> best;
   for (std::size_t i : candidates) {
-    std::pair<Score, std::size_t> ranked{score_node(policy, nodes_[i], loads_[i], request, project, mode), i};
+    std::pair<Score, std::size_t> ranked{score_node(policy, nodes_[i], loads.load(i), request, project, o.mode), i};
     if (!best || ranked < *best) best = ranked;
   }
   if (best) out.node = best->second;
+  return out;
+}
+
+std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView& loads,
+                                                                  const std::vector<std::string>& clusters,
+                                                                  const ResourceGroup& group,
+                                                                  const Request& request) const {
+  const Ordered o = ordered(loads);
+  if (!o.applies || !order_ready()) return std::nullopt;
+  const bool gpu = request.wants_gpus();
+  // The GPU orders to walk: the request's type, or for gpu/any every type.
+  int first_type = 0;
+  int last_type = static_cast<int>(order_->types());
+  if (gpu && !request.any_gpu()) {
+    if (request.gpu_type_id < 0 || static_cast<std::size_t>(request.gpu_type_id) >= order_->types()) {
+      return std::nullopt;
+    }
+    first_type = request.gpu_type_id;
+    last_type = first_type + 1;
+  }
+  // gpu/any: a node with GPUs of no ordered type would be missed.
+  if (gpu && request.any_gpu() && !order_->orders_every_gpu_node()) return std::nullopt;
+  std::vector<std::size_t> out;
+  std::vector<std::size_t> ranks;
+  auto take = [&](std::size_t i) {
+    if (!node_misfit(nodes_[i], loads.load(i), group, request, o.mode)) out.push_back(i);
+  };
+  auto from = [&](const std::vector<FreeOrder::Entry>& order, Wide need) {
+    auto start = std::lower_bound(order.begin(), order.end(), need,
+                                  [](const FreeOrder::Entry& e, Wide n) { return e.first < n; });
+    for (auto it = start; it != order.end(); ++it) {
+      if (!o.out_of_order(it->node, loads_[it->node])) take(it->node);
+    }
+  };
+  for (const auto& id : clusters) {
+    auto r = cluster_rank_.find(id);
+    if (r == cluster_rank_.end()) continue;
+    ranks.push_back(r->second);
+    if (gpu) {
+      for (int t = first_type; t < last_type; ++t) from(order_->offering(r->second, t), request.gpus);
+    } else {
+      from(order_->cpu(r->second),
+           request.cpu > 0 ? static_cast<Wide>(request.cpu) : std::numeric_limits<std::int64_t>::min());
+    }
+  }
+  int kind = !gpu ? -3 : (request.any_gpu() ? -2 : request.gpu_type_id);
+  for (std::size_t i : out_of_order_nodes(o, ranks, kind)) take(i);
+  std::sort(out.begin(), out.end());
+  // gpu/any: a node offering several types is in several orders.
+  if (gpu && request.any_gpu()) out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

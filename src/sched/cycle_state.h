@@ -164,6 +164,10 @@ class Overlay final : public LoadView {
   LoadMode mode() const override { return base_->mode(); }
   // A copy of the node's load to change (made on first use).
   NodeLoad& edit(std::size_t node);
+  const LoadView* base() const { return base_; }
+  // The nodes whose loads this overlay replaces, ascending.
+  auto changed_nodes() const { return std::views::keys(changed_); }
+  bool changed(std::size_t node) const { return changed_.contains(node); }
 
  private:
   const LoadView* base_;
@@ -286,6 +290,13 @@ class CycleState final : public LoadView {
   };
   Best best_single(const LoadView& loads, const std::vector<std::string>& clusters, const ResourceGroup& group,
                    const Request& request, ProjectId project, PlacementPolicy policy) const;
+  // The nodes of `clusters` that can take one replica of `request` on
+  // `loads`, ascending: what feasible_nodes(..., count = false) gives, found
+  // through FreeOrder from the first node with room enough instead of
+  // asking every node. Applies to the views best_single takes and to an
+  // Overlay of this state (its nodes asked one by one); nullopt otherwise.
+  std::optional<std::vector<std::size_t>> fitting_nodes(const LoadView& loads, const std::vector<std::string>& clusters,
+                                                        const ResourceGroup& group, const Request& request) const;
 
   // ---- Kept between cycles (Scheduler, warm.h).
   // What a cycle changes (placements, holds, victims, claims, project ids of
@@ -356,6 +367,23 @@ class CycleState final : public LoadView {
   NodeLoad& changing_load(std::size_t node);
   // The node's load (or view) changed: FreeOrder follows, once built.
   void loads_changed(std::size_t node);
+  // How FreeOrder can answer for `loads` (best_single, fitting_nodes): the
+  // mode it counts in, and the nodes it must ask one by one because their
+  // load there is not the one the order has (held ones without holds, those
+  // an overlay replaces). `applies` false: FreeOrder cannot answer.
+  struct Ordered {
+    bool applies = false;
+    LoadMode mode = LoadMode::kAll;
+    const Overlay* overlay = nullptr;
+    bool out_of_order(std::size_t node, const NodeLoad& load) const;
+  };
+  Ordered ordered(const LoadView& loads) const;
+  // The ones of `ranks`' clusters that Ordered::out_of_order says, offering
+  // `gpu_type_id` (-2: any type; -3: no GPU needed).
+  std::vector<std::size_t> out_of_order_nodes(const Ordered& o, const std::vector<std::size_t>& ranks,
+                                              int gpu_type_id) const;
+  // FreeOrder, built once the state has been asked often enough (false: not yet).
+  bool order_ready() const;
   mutable std::unique_ptr<FreeOrder> order_;
   static constexpr std::size_t kAsksBeforeOrder = 64;
   mutable std::size_t asks_before_order_ = 0;

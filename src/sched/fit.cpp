@@ -17,17 +17,23 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   }
   const auto& usable = clusters ? *clusters : c.clusters.usable;
   Selection selection;
-  // One replica of one type, on the cycle's loads (with or without holds):
-  // the best node straight from the free order. Otherwise, first only where
-  // it can fit; every node, counted per cause, only to explain a failure.
+  // One replica of one type, on the cycle's loads (with or without holds,
+  // or an overlay of them): the best node straight from the free order.
+  // Otherwise, first only where it can fit (from the free order too, where
+  // it applies); every node, counted per cause, only to explain a failure.
   CycleState::Best best = state.best_single(loads, usable, group, request, c.project, group.placement);
   if (best.applies) {
     out.no_node_fits = !best.node;
     if (best.node) selection.placement = place_on(state, *c.task, request, *best.node, loads);
   } else {
-    NodeFeasibility nodes = feasible_nodes(state, loads, usable, group, request, false);
-    out.no_node_fits = nodes.fit.empty();
-    if (!nodes.fit.empty()) {
+    std::vector<std::size_t> fit;
+    if (auto ordered = state.fitting_nodes(loads, usable, group, request)) {
+      fit = std::move(*ordered);
+    } else {
+      fit = std::move(feasible_nodes(state, loads, usable, group, request, false).fit);
+    }
+    out.no_node_fits = fit.empty();
+    if (!fit.empty()) {
       SelectOptions options;
       options.loads = &loads;
       options.policy = group.placement;
@@ -35,7 +41,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
       options.count_held = count_held;
       options.explain = explain;
       options.project = c.project;
-      selection = select_gang(state, group, *c.task, request, nodes.fit, options);
+      selection = select_gang(state, group, *c.task, request, fit, options);
     }
   }
   if (selection.placement) {

@@ -41,6 +41,7 @@ FreeOrder::FreeOrder(const std::vector<NodeView>& nodes, const std::vector<NodeL
     placed_[i] = placed_of(i, nodes[i], loads[i]);
     const NodeView& v = nodes[i];
     bits_[i] = types_ >= 64 ? v.gpu_type_bits : v.gpu_type_bits & ((std::uint64_t{1} << types_) - 1);
+    if (v.has_gpus() && bits_[i] == 0) every_gpu_node_ = false;
     for (std::uint64_t b = bits_[i]; b != 0; b &= b - 1) {
       std::size_t at = v.cluster_rank * types_ + static_cast<std::size_t>(std::countr_zero(b));
       all_[at].push_back(placed_[i].gpu);

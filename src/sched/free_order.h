@@ -51,6 +51,10 @@ class FreeOrder {
   const std::vector<Entry>& single(std::size_t cluster, int type) const { return single_[cluster * types_ + type]; }
   const std::vector<Entry>& cpu(std::size_t cluster) const { return cpu_[cluster]; }
   std::size_t types() const { return types_; }
+  // Every node with GPUs is in the order of some type (none has only types
+  // past the ordered ones), so the GPU orders together hold every node a
+  // gpu/any request could use.
+  bool orders_every_gpu_node() const { return every_gpu_node_; }
 
  private:
   struct Placed {
@@ -63,6 +67,7 @@ class FreeOrder {
   void file(std::size_t node, const NodeView& view, const Placed& p, bool add);
 
   std::size_t types_;
+  bool every_gpu_node_ = true;
   std::vector<std::vector<Entry>> all_;     // [cluster * types_ + type], sorted
   std::vector<std::vector<Entry>> single_;  // the same, holder != kSeveral
   std::vector<std::vector<Entry>> cpu_;     // [cluster], sorted

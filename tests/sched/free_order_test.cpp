@@ -1,6 +1,8 @@
 // The free order (free_order.h, CycleState::best_single): the best node for
 // one replica is the node select_gang picks from every feasible node, for
-// both policies, with and without holds, for any project, as loads change.
+// both policies, with and without holds and on an overlay, for any project,
+// as loads change; and CycleState::fitting_nodes gives feasible_nodes' nodes
+// (gangs and gpu/any too).
 #include <random>
 
 #include "harness.h"
@@ -62,6 +64,7 @@ class FreeOrderTest : public ::testing::Test {
   // best_single against feasible_nodes + select_gang, for many requests.
   void expect_same_best(CycleState& state, const std::string& when) {
     int compared = 0;
+    fitting_compared = 0;
     const ResourceGroup& g = *state.group("rg");
     std::vector<std::string> clusters{"c1", "c2"};
     std::vector<std::vector<std::string>> cluster_sets{clusters, {"c1"}, {"c2"}};
@@ -77,19 +80,45 @@ class FreeOrderTest : public ::testing::Test {
         }
       }
     }
-    for (std::string_view spec : {"cpu:4", "cpu:30,memory:100Gi", "memory:200Gi", "cpu:64"}) {
+    for (std::string_view spec : {"cpu:4", "cpu:30,memory:100Gi", "memory:200Gi", "cpu:64", "gpu/any:1", "gpu/any:4,cpu:40"}) {
       Task t;
       t.step.resources = res(spec);
       requests.push_back(*request_of(t));
     }
+    for (int replicas : {2, 5}) {
+      Task t;
+      t.step.resources = res("gpu/nvidia-a100-80gb:4,cpu:8");
+      t.step.replicas = replicas;
+      Request r = *request_of(t);
+      r.gpu_type_id = state.gpu_type_id(r.gpu_type);
+      requests.push_back(r);
+    }
     ModeView no_holds(state, LoadMode::kNoHolds);
+    // Some running work gone, as a victim search sees it.
+    Overlay freed(state);
+    std::vector<std::size_t> taken;
+    for (std::size_t w : {0, 3, 7, 12, 20}) {
+      state.take_out(w, freed);
+      taken.push_back(w);
+    }
     Task task;
     task.id = "t";
     for (const Request& r : requests) {
       for (const auto& cs : cluster_sets) {
+        for (const LoadView* loads : {static_cast<const LoadView*>(&state), static_cast<const LoadView*>(&no_holds),
+                                      static_cast<const LoadView*>(&freed)}) {
+          auto got = state.fitting_nodes(*loads, cs, g, r);
+          if (!got) continue;
+          ++fitting_compared;
+          ASSERT_EQ(*got, feasible_nodes(state, *loads, cs, g, r, false).fit)
+              << when << ": " << r.per_replica.to_string() << " x" << r.replicas
+              << (loads == &state ? "" : (loads == &freed ? " on an overlay" : " without holds"));
+        }
+        if (r.replicas != 1) continue;
         for (ProjectId project : {kNoProject, state.project("pg-0"), state.project("pg-1"), state.project("pg-9")}) {
           for (PlacementPolicy policy : {PlacementPolicy::binpack, PlacementPolicy::spread}) {
-            for (const LoadView* loads : {static_cast<const LoadView*>(&state), static_cast<const LoadView*>(&no_holds)}) {
+            for (const LoadView* loads : {static_cast<const LoadView*>(&state), static_cast<const LoadView*>(&no_holds),
+                                          static_cast<const LoadView*>(&freed)}) {
               NodeFeasibility nodes = feasible_nodes(state, *loads, cs, g, r, false);
               SelectOptions options;
               options.loads = loads;
@@ -107,14 +136,17 @@ class FreeOrderTest : public ::testing::Test {
                         want.placement->cluster_id + "/" + want.placement->placements.front().node)
                   << when << ": " << r.per_replica.to_string() << " project " << project << " policy "
                   << (policy == PlacementPolicy::spread ? "spread" : "binpack")
-                  << (loads == &state ? "" : " without holds");
+                  << (loads == &state ? "" : (loads == &freed ? " on an overlay" : " without holds"));
             }
           }
         }
       }
     }
+    for (std::size_t w : taken) state.put_back(w, freed);
     EXPECT_GT(compared, 1000) << when;
+    EXPECT_GT(fitting_compared, 100) << when;
   }
+  int fitting_compared = 0;
 
   Fleet fleet;
 };
