@@ -66,18 +66,39 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
 // in a cycle, the others fail too (the cycle only adds load, holds and
 // claims), so their answers are remembered (equivalence classes, as
 // Kubernetes and Kueue do). Only failures are remembered.
+template <class Int>
+void append_raw(std::string& k, Int v) {
+  k.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
 std::string class_key(const TaskContext& c) {
   const Task& t = *c.task;
-  std::string k = t.resource_group;
+  std::string k;
+  k.reserve(128);
+  k += t.resource_group;
   k += '\x1f';
   k += t.cluster;
   k += '\x1f' + t.storage_pool;
   for (const auto& [key, value] : t.cluster_selector) k += '\x1f' + key + '=' + value;
-  k += '\x1f' + t.priority_class + '\x1f' + std::to_string(t.priority);
   k += '\x1f';
+  k += t.priority_class;
+  k += '\x1f';
+  append_raw(k, t.priority);
   k += c.may_borrow ? 'b' : '-';
   k += may_preempt_now(c) ? 'p' : '-';
-  for (const Request& r : c.shapes) k += '\x1f' + r.per_replica.to_string() + '*' + std::to_string(r.replicas);
+  // Amounts as their bytes, not formatted: the key is built for every task.
+  // Resource names hold no '=' and each amount is 8 bytes, so the key reads
+  // back one way only.
+  for (const Request& r : c.shapes) {
+    k += '\x1f';
+    for (const auto& [name, amount] : r.per_replica.amounts()) {
+      k += name;
+      k += '=';
+      append_raw(k, amount);
+    }
+    k += '*';
+    append_raw(k, r.replicas);
+  }
   return k;
 }
 
