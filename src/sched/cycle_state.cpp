@@ -687,22 +687,22 @@ CycleState::Ordered CycleState::ordered(const LoadView& loads) const {
 std::vector<std::size_t> CycleState::out_of_order_nodes(const Ordered& o, const std::vector<std::size_t>& ranks,
                                                         int gpu_type_id) const {
   std::vector<std::size_t> out;
-  auto wanted = [&](std::size_t i) {
-    const NodeView& v = nodes_[i];
-    if (std::find(ranks.begin(), ranks.end(), v.cluster_rank) == ranks.end()) return false;
+  auto offers = [&](const NodeView& v) {
     if (gpu_type_id >= 0) return ((v.gpu_type_bits >> gpu_type_id) & 1u) != 0;
     return gpu_type_id != -2 || v.has_gpus();
   };
   if (o.mode == LoadMode::kNoHolds && !holds_by_cluster_.empty()) {
     for (std::size_t rank : ranks) {
       for (std::size_t i : holds_by_cluster_[rank]) {
-        if (holds_something(loads_[i]) && wanted(i)) out.push_back(i);
+        if (offers(nodes_[i]) && holds_something(loads_[i])) out.push_back(i);
       }
     }
   }
+  // An overlay's base is this state, counted with holds: the two above never meet.
   if (o.overlay != nullptr) {
     for (std::size_t i : o.overlay->changed_nodes()) {
-      if (wanted(i) && std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+      const NodeView& v = nodes_[i];
+      if (offers(v) && std::find(ranks.begin(), ranks.end(), v.cluster_rank) != ranks.end()) out.push_back(i);
     }
   }
   return out;

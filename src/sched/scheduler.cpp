@@ -140,6 +140,7 @@ class Cycle {
       // counted); -1 for gpu/any, whose admission is per type: then the
       // group's quota must be unchanged.
       std::vector<signed char> quota_fits;
+      std::vector<std::string> holders;  // who the room is held for (the reason says so)
       Reasons::Shared reason;
     };
     std::optional<Behind> behind;
@@ -218,8 +219,11 @@ class Cycle {
     for (auto& t : state_.quota_holders(c.group->name)) holders.push_back(t);
     std::sort(holders.begin(), holders.end());
     holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
-    failed.behind =
-        Failed::Behind{state_.mark(), c.project, quota_fits(c), Reasons::make(reasons::reservation(holders))};
+    // Behind the same tasks as the class's last answer: the same reason.
+    Reasons::Shared reason = failed.behind && failed.behind->holders == holders
+                                 ? failed.behind->reason
+                                 : Reasons::make(reasons::reservation(holders));
+    failed.behind = Failed::Behind{state_.mark(), c.project, quota_fits(c), std::move(holders), std::move(reason)};
     why.add_front(failed.behind->reason);
     return true;
   }
