@@ -187,7 +187,7 @@ class Cycle {
       f.not_behind_holds = true;
     }
     if (!f.not_after_stopping) {
-      if (after_stopping(c, why)) return;
+      if (after_stopping(c, f.blocked, why)) return;
       f.not_after_stopping = true;
     }
     if (!f.no_victims) {
@@ -258,12 +258,21 @@ class Cycle {
     return true;
   }
 
-  bool after_stopping(const TaskContext& c, Reasons& why) {
+  bool after_stopping(const TaskContext& c, Blocked how, Reasons& why) {
     if (state_.nodes_with_stopping().empty()) return false;
     // Work stopping and not yet claimed by an earlier task of this cycle.
     // Only what could make room for this task: in its clusters, or its group's quota.
     std::vector<std::size_t> stopping = state_.stopping_within(c.task->resource_group, c.clusters.usable);
     if (stopping.empty()) return false;
+    // Short of quota, with no other shape to try and a GPU type of its own
+    // (gpu/any is admitted per type, once nodes are found): quota is asked
+    // before any node, and only work charged to the group's quota scope (its
+    // cohort, or itself outside one) gives back what it asks; other work
+    // going changes no answer.
+    if (how == Blocked::kQuota && c.shapes.size() == 1 && !c.shapes.front().any_gpu() &&
+        std::none_of(stopping.begin(), stopping.end(), [&](std::size_t w) { return same_quota_scope(w, c); })) {
+      return false;
+    }
     Overlay freed(state_);
     for (std::size_t w : stopping) state_.take_out(w, freed);
     Fit f = fit_shapes(state_, freed, c, true, false);
@@ -286,6 +295,13 @@ class Cycle {
     state_.hold_over(*c.task, *f.placement, claimed);
     why.add_front(reasons::preemption_grace(victims, true));
     return true;
+  }
+
+  // The work is charged to the task's group or to another of its cohort (a
+  // group the snapshot does not know: assumed so).
+  bool same_quota_scope(std::size_t w, const TaskContext& c) const {
+    const ResourceGroup* g = state_.facts(w).group;
+    return g == nullptr || g == c.group || (!c.group->cohort.empty() && g->cohort == c.group->cohort);
   }
 
   bool preempt(const TaskContext& c, Blocked how, Reasons& why) {

@@ -189,5 +189,24 @@ TEST_F(PreemptTest, QuotaShortPreemptsOnlyWorkThatGivesQuotaBack) {
   EXPECT_EQ(victims(plan), std::vector<std::string>{"own"}) << describe(plan);
 }
 
+TEST_F(PreemptTest, QuotaShortWaitsOnlyForStoppingWorkThatGivesQuotaBack) {
+  // rg-b is at its quota of 8 and u1 may not preempt (batch). Work of rg-c
+  // stopping on n2 frees a node but none of rg-b's quota: u1 still waits on
+  // quota. Once rg-b's own work on n1 is stopping too, u1 waits for that.
+  group("rg-b", "gpu/nvidia-a100-80gb:8", {"c1"});
+  group("rg-c", "gpu/nvidia-a100-80gb:8", {"c1"});
+  batch("own", "n1");
+  fleet.running("other", "rg-c", "c1", "gpu/nvidia-a100-80gb:8", {{0, "n2", {0, 1, 2, 3, 4, 5, 6, 7}}}).stopping = true;
+  queue.task("u1", "rg-b", "gpu/nvidia-a100-80gb:8").priority_class("batch", 100);
+  Plan plan = run();
+  EXPECT_EQ(reason_code(plan, "u1"), kReasonQuota) << describe(plan);
+
+  fleet.snapshot.running.front().stopping = true;  // own
+  plan = run();
+  const PendingReason& r = reason(plan, "u1");
+  EXPECT_EQ(r.code, kReasonPreemptionGrace) << describe(plan);
+  EXPECT_EQ(r.message, "waiting for 1 stopping task to checkpoint and exit: own");
+}
+
 }  // namespace
 }  // namespace cp::sched::testing
