@@ -381,7 +381,7 @@ const std::vector<std::size_t>& CycleState::running_on(std::string_view cluster_
   return it == running_by_cluster_.end() ? none_ : it->second;
 }
 
-const CycleState::WorkFacts& CycleState::facts(std::size_t w) const {
+const CycleState::WorkFacts& CycleState::read_facts(std::size_t w) const {
   if (facts_.size() < running_.size()) facts_.resize(running_.size());
   std::optional<WorkFacts>& f = facts_[w];
   if (f) return *f;

@@ -230,7 +230,11 @@ class CycleState final : public LoadView {
     // per_replica names nothing but cpu, memory and at most one GPU type.
     bool plain = true;
   };
-  const WorkFacts& facts(std::size_t work) const;
+  // Asked for every candidate of every victim search: read once, then inline.
+  const WorkFacts& facts(std::size_t work) const {
+    if (work < facts_.size() && facts_[work]) return *facts_[work];
+    return read_facts(work);
+  }
   // Indices of all stopping work (the snapshot's and this cycle's victims).
   const std::vector<std::size_t>& stopping_work() const { return stopping_list_; }
   // Of those, the work not claimed yet that could make room for a task of
@@ -344,6 +348,7 @@ class CycleState final : public LoadView {
   std::unordered_map<std::string_view, ProjectId> project_ids_;  // views of the snapshot's and queue's strings
   std::vector<ProjectId> running_project_;                      // per running work
   mutable std::vector<std::optional<WorkFacts>> facts_;          // per running work, on first use
+  const WorkFacts& read_facts(std::size_t work) const;
   std::map<std::string, const Cluster*, std::less<>> clusters_;
   // Asked for every task and every preemption candidate: hashes of views of
   // the snapshot's names (the first of a name counts, as in QuotaBook).

@@ -21,8 +21,9 @@ struct Attempt {
   std::size_t cluster_rank;
   std::string_view gpu_type;  // "" unless gpu/any
   std::string_view cluster_id;
-  std::vector<std::size_t> nodes;
+  std::vector<std::size_t> nodes;  // gangs only
   std::pair<Score, std::size_t> best;  // its best node, ranked (score, then index)
+  bool any = false;                    // best is set
 };
 
 Attempt& attempt_for(std::vector<Attempt>& attempts, const NodeView& node, const Request& request) {
@@ -30,7 +31,7 @@ Attempt& attempt_for(std::vector<Attempt>& attempts, const NodeView& node, const
   for (Attempt& a : attempts) {
     if (a.cluster_rank == node.cluster_rank && a.gpu_type == type) return a;
   }
-  return attempts.emplace_back(Attempt{node.cluster_rank, type, node.cluster_id(), {}, {}});
+  return attempts.emplace_back(Attempt{node.cluster_rank, type, node.cluster_id(), {}, {}, false});
 }
 
 // Places all replicas on `nodes` (one attempt's nodes) or returns nullopt.
@@ -130,14 +131,23 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
                                                     options.project, score_loads.mode()),
                                          i};
     Attempt& attempt = attempt_for(attempts, state.nodes()[i], request);
-    if (attempt.nodes.empty() || ranked < attempt.best) attempt.best = ranked;
-    attempt.nodes.push_back(i);
+    if (!attempt.any || ranked < attempt.best) attempt.best = ranked;
+    attempt.any = true;
+    // One replica goes on the attempt's best node: its other nodes are not needed.
+    if (request.replicas > 1) attempt.nodes.push_back(i);
   }
   std::sort(attempts.begin(), attempts.end(), [](const Attempt& a, const Attempt& b) { return a.best < b.best; });
 
   Selection out;
   std::set<std::string> quota_reported;
+  // gpu/any: the GPU types whose quota refused an attempt already (quota is
+  // not per cluster: another cluster's attempt of the type gets the same no).
+  std::vector<std::string_view> refused_types;
   for (Attempt& attempt : attempts) {
+    if (request.any_gpu() &&
+        std::find(refused_types.begin(), refused_types.end(), attempt.gpu_type) != refused_types.end()) {
+      continue;
+    }
     Resources per_replica = request.any_gpu() ? request.resolved(attempt.gpu_type) : request.per_replica;
     std::optional<std::vector<ReplicaPlacement>> placed;
     if (request.replicas == 1) {
@@ -157,6 +167,7 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
       // (and so the quota entry it is charged to) known.
       if (!state.quota().fits(group, per_replica, request.replicas, options.may_borrow, options.count_held)) {
         out.quota_refused = true;
+        refused_types.push_back(attempt.gpu_type);
         if (!options.explain) continue;
         auto refused =
             state.quota().check(group, per_replica, request.replicas, options.may_borrow, options.count_held);
