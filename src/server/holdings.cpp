@@ -24,13 +24,21 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
   h->preemptible_ = preemptible_classes(classes);
   CP_ASSIGN(auto clusters, tx.list_clusters());
   for (const auto& c : clusters) h->pool_of_[c.id] = c.storage_pool;
+  // Every node the plan places on, read in one statement per cluster.
+  std::map<std::string, std::vector<std::string>> names_by_cluster;
   for (const auto& pl : placements) {
     for (const auto& rp : pl.placements) {
       NodeKey key{pl.cluster_id, rp.node};
       if (h->use_.contains(key)) continue;
-      h->use_.emplace(key, NodeUse{});  // charged below; marks the node as read
-      CP_ASSIGN(auto n, tx.get_node(pl.cluster_id, rp.node));
-      if (n) h->nodes_.emplace(std::move(key), std::move(*n));
+      h->use_.emplace(std::move(key), NodeUse{});  // charged below; marks the node as read
+      names_by_cluster[pl.cluster_id].push_back(rp.node);
+    }
+  }
+  for (const auto& [cluster, names] : names_by_cluster) {
+    CP_ASSIGN(auto nodes, tx.get_nodes(cluster, names));
+    for (auto& n : nodes) {
+      NodeKey key{n.cluster_id, n.name};
+      h->nodes_.emplace(std::move(key), std::move(n));
     }
   }
 

@@ -121,6 +121,44 @@ Result<std::int64_t> SqlTx::delete_resource_use_before(Millis day, int limit) {
 
 // -------------------------------------------------------------------- nodes
 
+namespace {
+
+// A row of (doc, label_overrides, maintenance): the node with its admin-owned fields.
+Result<Node> node_of(const SqlTx::Row& row) {
+  CP_ASSIGN(Node node, decode_row<Node>(row.text(0), "nodes"));
+  CP_ASSIGN(node.label_overrides, decode_row<Labels>(row.text(1), "nodes"));
+  node.maintenance = row.int64(2) != 0;
+  return node;
+}
+
+}  // namespace
+
+Result<std::vector<Node>> SqlTx::get_nodes(const std::string& cluster_id, const std::vector<std::string>& asked) {
+  std::vector<std::string> names = asked;  // each once, whatever the chunks
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::vector<Node> out;
+  out.reserve(names.size());
+  for (std::size_t from = 0; from < names.size(); from += sql::kMaxIdsAStatement) {
+    const auto to = std::min(names.size(), from + sql::kMaxIdsAStatement);
+    boost::json::array list;
+    list.reserve(to - from);
+    for (std::size_t i = from; i < to; ++i) list.emplace_back(names[i]);
+    sql::Statement s{"SELECT doc, label_overrides, maintenance FROM nodes WHERE cluster_id = ? AND name", {}};
+    s.text += dialect().in_json_array;
+    s.text += " ORDER BY name";
+    s.text += dialect().bytewise;
+    s.args.emplace_back(cluster_id);
+    s.args.emplace_back(boost::json::serialize(list));
+    CP_TRY(run_query(s, [&](const Row& row) -> Status {
+      CP_ASSIGN(Node node, node_of(row));
+      out.push_back(std::move(node));
+      return {};
+    }));
+  }
+  return out;
+}
+
 Result<NodePage> SqlTx::list_nodes_page(const NodeQuery& q) {
   const std::string by(dialect().bytewise);
   sql::Statement s{"SELECT doc, label_overrides, maintenance FROM nodes WHERE 1 = 1", {}};
@@ -142,9 +180,7 @@ Result<NodePage> SqlTx::list_nodes_page(const NodeQuery& q) {
   s.args.emplace_back(std::int64_t{page + 1});
   NodePage out;
   CP_TRY(run_query(s, [&](const Row& row) -> Status {
-    CP_ASSIGN(Node node, decode_row<Node>(row.text(0), "nodes"));
-    CP_ASSIGN(node.label_overrides, decode_row<Labels>(row.text(1), "nodes"));
-    node.maintenance = row.int64(2) != 0;
+    CP_ASSIGN(Node node, node_of(row));
     out.items.push_back(std::move(node));
     return {};
   }));

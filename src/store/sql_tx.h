@@ -33,6 +33,7 @@ class SqlTx : public Tx {
   Result<std::int64_t> delete_usage_months(Millis from_month, Millis to_month) override;
 
   // Nodes.
+  Result<std::vector<Node>> get_nodes(const std::string& cluster_id, const std::vector<std::string>& names) override;
   Result<NodePage> list_nodes_page(const NodeQuery& q) override;
 
   // Events.

@@ -211,6 +211,9 @@ class Tx {
   virtual Status set_node_admin(const std::string& cluster_id, const std::string& name, const Labels& overrides,
                                 bool maintenance) = 0;
   virtual Result<std::optional<Node>> get_node(const std::string& cluster_id, const std::string& name) = 0;
+  // The named nodes of one cluster that exist, by name, in statements of
+  // many names each (a plan's apply reads every node it places on).
+  virtual Result<std::vector<Node>> get_nodes(const std::string& cluster_id, const std::vector<std::string>& names) = 0;
   virtual Result<std::vector<Node>> list_nodes(const std::string& cluster_id /* "" = all */) = 0;
   virtual Result<NodePage> list_nodes_page(const NodeQuery& q) = 0;
   virtual Status delete_node(const std::string& cluster_id, const std::string& name) = 0;

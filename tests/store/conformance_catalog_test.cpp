@@ -293,6 +293,36 @@ TEST_P(StoreTest, NodesListPerClusterOrAllAndDelete) {
   EXPECT_EQ(write_error([](Tx& tx) { return tx.delete_node("c-east", "a"); }).code, "not_found");
 }
 
+// get_nodes: the named nodes of one cluster that exist, by name in bytes
+// order, with their admin fields; names of other clusters' nodes, of nodes
+// that do not exist, and repeats add nothing; more names than one
+// statement takes are read in several.
+TEST_P(StoreTest, GetNodesReadsTheNamedNodesOfOneCluster) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_cluster(make_cluster("c-east")));
+    CP_TRY(tx.insert_cluster(make_cluster("c-west")));
+    CP_TRY(tx.upsert_node(make_node("c-west", "only-west")));
+    for (int i = 0; i < 1005; ++i) CP_TRY(tx.upsert_node(make_node("c-east", "n" + std::to_string(i))));
+    CP_TRY(tx.upsert_node(make_node("c-east", "B")));
+    return tx.set_node_admin("c-east", "n7", {{"pool", "infer"}}, true);
+  });
+  auto got = read([](Tx& tx) { return tx.get_nodes("c-east", {"n7", "only-west", "B", "missing", "n1", "n7"}); });
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].name, "B");  // bytes order: upper case first
+  EXPECT_EQ(got[1].name, "n1");
+  EXPECT_EQ(got[2].name, "n7");
+  EXPECT_EQ(got[2].label_overrides, (Labels{{"pool", "infer"}}));
+  EXPECT_TRUE(got[2].maintenance);
+  EXPECT_FALSE(got[1].maintenance);
+  expect_same(got[1], *read([](Tx& tx) { return tx.get_node("c-east", "n1"); }));
+
+  std::vector<std::string> many;
+  for (int i = 0; i < 1005; ++i) many.push_back("n" + std::to_string(i));
+  EXPECT_EQ(read([&](Tx& tx) { return tx.get_nodes("c-east", many); }).size(), 1005u);
+  EXPECT_TRUE(read([](Tx& tx) { return tx.get_nodes("c-east", {}); }).empty());
+  EXPECT_TRUE(read([](Tx& tx) { return tx.get_nodes("c-none", {"n1"}); }).empty());
+}
+
 // Pages walk (cluster, name) in bytes order across clusters, the admin
 // fields come along, and the cursor of the last page is "".
 TEST_P(StoreTest, NodesPageByClusterAndNameWithACursor) {
