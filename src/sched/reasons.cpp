@@ -75,6 +75,17 @@ void append_pairs(std::string& out, std::string_view resource,
   }
 }
 
+// The same list in both languages, in brackets after its opening words.
+void append_pairs_both(std::string& en, std::string& zh, std::string_view en_open, std::string_view zh_open,
+                       std::string_view resource, const std::vector<std::pair<std::string, std::int64_t>>& items) {
+  en += en_open;
+  append_pairs(en, resource, items, ", ");
+  en += ')';
+  zh += zh_open;
+  append_pairs(zh, resource, items, "，");
+  zh += "）";
+}
+
 // Built for every class of task refused on quota in a cycle (tens of
 // thousands in a big queue): the object sized once, the sentences appended
 // in place rather than from temporaries.
@@ -96,12 +107,7 @@ PendingReason quota(const QuotaFigures& f) {
   en.append("quota: ").append(r).append(" ").append(u).append(" of ").append(l).append(" in use by ").append(g);
   zh.append("配额不足：").append(g).append(" 的 ").append(r).append(" 已用 ").append(u).append("/").append(l);
   if (!f.holders.empty()) {
-    en += " (";
-    append_pairs(en, r, f.holders, ", ");
-    en += ')';
-    zh += "（";
-    append_pairs(zh, r, f.holders, "，");
-    zh += "）";
+    append_pairs_both(en, zh, " (", "（", r, f.holders);
   }
   en.append(", this task asks for ").append(q);
   zh.append("，本任务申请 ").append(q);
@@ -123,12 +129,7 @@ PendingReason quota(const QuotaFigures& f) {
       en.append("; cohort ").append(f.cohort).append(" has ").append(idle).append(" idle");
       zh.append("；资源池 ").append(f.cohort).append(" 仅剩 ").append(idle).append(" 空闲");
       if (!f.borrowers.empty()) {
-        en += " (borrowed by ";
-        append_pairs(en, r, f.borrowers, ", ");
-        en += ')';
-        zh += "（被借用：";
-        append_pairs(zh, r, f.borrowers, "，");
-        zh += "）";
+        append_pairs_both(en, zh, " (borrowed by ", "（被借用：", r, f.borrowers);
       }
     }
   }
