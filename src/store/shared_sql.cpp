@@ -61,16 +61,35 @@ const UsageColumn* usage_column(std::string_view name) {
 
 }  // namespace
 
-Statement by_ids(std::string_view table, std::span<const std::string> ids, const Dialect& d) {
+namespace {
+
+// The parameter Dialect::in_json_array matches: a JSON array of the strings.
+std::string json_list(std::span<const std::string> items) {
   boost::json::array list;
-  list.reserve(ids.size());
-  for (const auto& id : ids) list.emplace_back(id);
+  list.reserve(items.size());
+  for (const auto& item : items) list.emplace_back(item);
+  return boost::json::serialize(list);
+}
+
+}  // namespace
+
+Statement by_ids(std::string_view table, std::span<const std::string> ids, const Dialect& d) {
   Statement s;
   s.text = "SELECT doc FROM ";
   s.text += table;
   s.text += " WHERE id";
   s.text += d.in_json_array;
-  s.args.emplace_back(boost::json::serialize(list));
+  s.args.emplace_back(json_list(ids));
+  return s;
+}
+
+Statement nodes_by_name(const std::string& cluster_id, std::span<const std::string> names, const Dialect& d) {
+  Statement s{"SELECT doc, label_overrides, maintenance FROM nodes WHERE cluster_id = ? AND name", {}};
+  s.text += d.in_json_array;
+  s.text += " ORDER BY name";
+  s.text += d.bytewise;
+  s.args.emplace_back(cluster_id);
+  s.args.emplace_back(json_list(names));
   return s;
 }
 

@@ -76,6 +76,9 @@ std::vector<Statement> delete_task(const Task& task);
 // "SELECT doc FROM table WHERE id <in the JSON array of ids>": one text for
 // any number of ids, so that PostgreSQL prepares it once.
 Statement by_ids(std::string_view table, std::span<const std::string> ids, const Dialect& d);
+// (doc, label_overrides, maintenance) of the named nodes of one cluster, by
+// name in bytes order (Tx::get_nodes), as by_ids matches its ids.
+Statement nodes_by_name(const std::string& cluster_id, std::span<const std::string> names, const Dialect& d);
 inline constexpr std::size_t kMaxIdsAStatement = 1000;
 
 // " AND column IN (?, ?, ...)" with one placeholder per value.

@@ -10,19 +10,31 @@ namespace cp {
 
 // ------------------------------------------------------- tasks and attempts
 
+namespace {
+
+// Calls `each` with runs of at most sql::kMaxIdsAStatement of `ids`.
+template <class Each>
+Status in_chunks(const std::vector<std::string>& ids, Each each) {
+  for (std::size_t from = 0; from < ids.size(); from += sql::kMaxIdsAStatement) {
+    const auto to = std::min(ids.size(), from + sql::kMaxIdsAStatement);
+    CP_TRY(each(std::span<const std::string>(ids.data() + from, to - from)));
+  }
+  return {};
+}
+
+}  // namespace
+
 template <class T>
 Result<std::vector<T>> SqlTx::by_ids(std::string_view table, const std::vector<std::string>& ids) {
   std::vector<T> out;
   out.reserve(ids.size());
-  for (std::size_t from = 0; from < ids.size(); from += sql::kMaxIdsAStatement) {
-    const auto to = std::min(ids.size(), from + sql::kMaxIdsAStatement);
-    const std::span<const std::string> chunk(ids.data() + from, to - from);
-    CP_TRY(run_query(sql::by_ids(table, chunk, dialect()), [&](const Row& row) -> Status {
+  CP_TRY(in_chunks(ids, [&](std::span<const std::string> chunk) {
+    return run_query(sql::by_ids(table, chunk, dialect()), [&](const Row& row) -> Status {
       CP_ASSIGN(auto value, decode_row<T>(row.text(0), table));
       out.push_back(std::move(value));
       return {};
-    }));
-  }
+    });
+  }));
   return out;
 }
 
@@ -139,23 +151,13 @@ Result<std::vector<Node>> SqlTx::get_nodes(const std::string& cluster_id, const 
   names.erase(std::unique(names.begin(), names.end()), names.end());
   std::vector<Node> out;
   out.reserve(names.size());
-  for (std::size_t from = 0; from < names.size(); from += sql::kMaxIdsAStatement) {
-    const auto to = std::min(names.size(), from + sql::kMaxIdsAStatement);
-    boost::json::array list;
-    list.reserve(to - from);
-    for (std::size_t i = from; i < to; ++i) list.emplace_back(names[i]);
-    sql::Statement s{"SELECT doc, label_overrides, maintenance FROM nodes WHERE cluster_id = ? AND name", {}};
-    s.text += dialect().in_json_array;
-    s.text += " ORDER BY name";
-    s.text += dialect().bytewise;
-    s.args.emplace_back(cluster_id);
-    s.args.emplace_back(boost::json::serialize(list));
-    CP_TRY(run_query(s, [&](const Row& row) -> Status {
+  CP_TRY(in_chunks(names, [&](std::span<const std::string> chunk) {
+    return run_query(sql::nodes_by_name(cluster_id, chunk, dialect()), [&](const Row& row) -> Status {
       CP_ASSIGN(Node node, node_of(row));
       out.push_back(std::move(node));
       return {};
-    }));
-  }
+    });
+  }));
   return out;
 }
 
