@@ -638,11 +638,23 @@ bool holds_something(const NodeLoad& l) {
 // The first entry of `order` with `first` at least `need` that `skip` keeps
 // and `fits` takes: walking up (binpack), or down (spread: the most free,
 // and of equal ones the lowest node index, as the score ranks them).
+// The first entry of `order` with `first` at least `need`.
+std::vector<FreeOrder::Entry>::const_iterator first_with(const std::vector<FreeOrder::Entry>& order, Wide need) {
+  return std::lower_bound(order.begin(), order.end(), need,
+                          [](const FreeOrder::Entry& e, Wide n) { return e.first < n; });
+}
+
+// What a request needs of the order it walks: GPUs in a GPU order, cpu in
+// the cpu order (every node when it asks for no cpu).
+Wide need_in_order(const Request& request) {
+  if (request.wants_gpus()) return request.gpus;
+  return request.cpu > 0 ? static_cast<Wide>(request.cpu) : std::numeric_limits<std::int64_t>::min();
+}
+
 template <class Skip, class Fits>
 std::optional<std::size_t> walk(const std::vector<FreeOrder::Entry>& order, Wide need, bool spread, Skip skip,
                                 Fits fits) {
-  auto start = std::lower_bound(order.begin(), order.end(), need,
-                                [](const FreeOrder::Entry& e, Wide n) { return e.first < n; });
+  auto start = first_with(order, need);
   if (!spread) {
     for (auto it = start; it != order.end(); ++it) {
       if (!skip(*it) && fits(it->node)) return it->node;
@@ -685,11 +697,13 @@ CycleState::Ordered CycleState::ordered(const LoadView& loads) const {
 }
 
 std::vector<std::size_t> CycleState::out_of_order_nodes(const Ordered& o, const std::vector<std::size_t>& ranks,
-                                                        int gpu_type_id) const {
+                                                        const Request& request) const {
   std::vector<std::size_t> out;
+  // Callers have checked that a typed request's id is an ordered type (below 64).
   auto offers = [&](const NodeView& v) {
-    if (gpu_type_id >= 0) return ((v.gpu_type_bits >> gpu_type_id) & 1u) != 0;
-    return gpu_type_id != -2 || v.has_gpus();
+    if (!request.wants_gpus()) return true;
+    if (request.any_gpu()) return v.has_gpus();
+    return ((v.gpu_type_bits >> request.gpu_type_id) & 1u) != 0;
   };
   if (o.mode == LoadMode::kNoHolds && !holds_by_cluster_.empty()) {
     for (std::size_t rank : ranks) {
@@ -739,8 +753,8 @@ CycleState::Best CycleState::best_single(const LoadView& loads, const std::vecto
     auto r = cluster_rank_.find(id);
     if (r == cluster_rank_.end()) continue;
     ranks.push_back(r->second);
+    const Wide need = need_in_order(request);
     if (gpu) {
-      Wide need = request.gpus;
       auto other_project = [&](const FreeOrder::Entry& e) {
         return skip(e) || (e.holder != kNoProject && e.holder != project);
       };
@@ -751,11 +765,10 @@ CycleState::Best CycleState::best_single(const LoadView& loads, const std::vecto
         candidates.push_back(*i);
       }
     } else {
-      Wide need = request.cpu > 0 ? static_cast<Wide>(request.cpu) : std::numeric_limits<std::int64_t>::min();
       if (auto i = walk(order_->cpu(r->second), need, spread, skip, fits)) candidates.push_back(*i);
     }
   }
-  for (std::size_t i : out_of_order_nodes(o, ranks, gpu ? request.gpu_type_id : -3)) {
+  for (std::size_t i : out_of_order_nodes(o, ranks, request)) {
     if (fits(i)) candidates.push_back(i);
   }
   std::optional<std::pair<Score, std::size_t>> best;
@@ -791,10 +804,9 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
   auto take = [&](std::size_t i) {
     if (!node_misfit(nodes_[i], loads.load(i), group, request, o.mode)) out.push_back(i);
   };
-  auto from = [&](const std::vector<FreeOrder::Entry>& order, Wide need) {
-    auto start = std::lower_bound(order.begin(), order.end(), need,
-                                  [](const FreeOrder::Entry& e, Wide n) { return e.first < n; });
-    for (auto it = start; it != order.end(); ++it) {
+  const Wide need = need_in_order(request);
+  auto from = [&](const std::vector<FreeOrder::Entry>& order) {
+    for (auto it = first_with(order, need); it != order.end(); ++it) {
       if (!o.out_of_order(it->node, loads_[it->node])) take(it->node);
     }
   };
@@ -803,14 +815,12 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
     if (r == cluster_rank_.end()) continue;
     ranks.push_back(r->second);
     if (gpu) {
-      for (int t = first_type; t < last_type; ++t) from(order_->offering(r->second, t), request.gpus);
+      for (int t = first_type; t < last_type; ++t) from(order_->offering(r->second, t));
     } else {
-      from(order_->cpu(r->second),
-           request.cpu > 0 ? static_cast<Wide>(request.cpu) : std::numeric_limits<std::int64_t>::min());
+      from(order_->cpu(r->second));
     }
   }
-  int kind = !gpu ? -3 : (request.any_gpu() ? -2 : request.gpu_type_id);
-  for (std::size_t i : out_of_order_nodes(o, ranks, kind)) take(i);
+  for (std::size_t i : out_of_order_nodes(o, ranks, request)) take(i);
   std::sort(out.begin(), out.end());
   // gpu/any: a node offering several types is in several orders.
   if (gpu && request.any_gpu()) out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -383,10 +383,11 @@ class CycleState final : public LoadView {
     bool out_of_order(std::size_t node, const NodeLoad& load) const;
   };
   Ordered ordered(const LoadView& loads) const;
-  // The ones of `ranks`' clusters that Ordered::out_of_order says, offering
-  // `gpu_type_id` (-2: any type; -3: no GPU needed).
+  // The nodes of `ranks`' clusters that Ordered::out_of_order says, of
+  // those `request` could use by type (its GPU type, any GPU for gpu/any,
+  // every node when it wants none).
   std::vector<std::size_t> out_of_order_nodes(const Ordered& o, const std::vector<std::size_t>& ranks,
-                                              int gpu_type_id) const;
+                                              const Request& request) const;
   // FreeOrder, built once the state has been asked often enough (false: not yet).
   bool order_ready() const;
   mutable std::unique_ptr<FreeOrder> order_;

@@ -23,7 +23,7 @@ struct Attempt {
   std::string_view cluster_id;
   std::vector<std::size_t> nodes;  // gangs only
   std::pair<Score, std::size_t> best;  // its best node, ranked (score, then index)
-  bool any = false;                    // best is set
+  bool has_best = false;
 };
 
 Attempt& attempt_for(std::vector<Attempt>& attempts, const NodeView& node, const Request& request) {
@@ -131,8 +131,8 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
                                                     options.project, score_loads.mode()),
                                          i};
     Attempt& attempt = attempt_for(attempts, state.nodes()[i], request);
-    if (!attempt.any || ranked < attempt.best) attempt.best = ranked;
-    attempt.any = true;
+    if (!attempt.has_best || ranked < attempt.best) attempt.best = ranked;
+    attempt.has_best = true;
     // One replica goes on the attempt's best node: its other nodes are not needed.
     if (request.replicas > 1) attempt.nodes.push_back(i);
   }
