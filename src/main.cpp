@@ -181,7 +181,7 @@ int run_platform(const PlatformOptions& opt) {
   cp::http::HttpServer http(router, limits, &metrics);
   auto port = http.listen(s.listen);
   if (!port.ok()) return fail(port.error());
-  http.run(4);
+  http.run(s.http_threads);
   control.start_background();
 
   std::string host = s.listen.substr(0, s.listen.rfind(':'));

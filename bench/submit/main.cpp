@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
   int tasks = 20000;
   int clients = 16;
   int batch = 1000;
-  int http_threads = 4;
+  int http_threads = cp::ServerSettings::kDefaultHttpThreads;
   bool quick = false;
   bool no_scheduler = false;
   bool no_journal = false;
@@ -303,7 +303,7 @@ int main(int argc, char** argv) {
   app.add_option("--store", store_url, "Store URL (default: a new SQLite file in a temporary directory)");
   app.add_option("--tasks", tasks, "Tasks to submit (one-step pipelines)")->check(CLI::PositiveNumber);
   app.add_option("--clients", clients, "Concurrent HTTP clients")->check(CLI::PositiveNumber);
-  app.add_option("--http-threads", http_threads, "The HTTP server's threads (cubeplane server runs 4)")
+  app.add_option("--http-threads", http_threads, "The HTTP server's threads (as cubeplane server: its Server document's http_threads, 16 by default)")
       ->check(CLI::PositiveNumber);
   app.add_option("--nodes", g_nodes, "Nodes of the one cluster (each scheduling cycle reads them all)")
       ->check(CLI::PositiveNumber);

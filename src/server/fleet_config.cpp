@@ -22,6 +22,7 @@ struct ServerSpec {
   std::string objects;
   std::string web_root;
   std::string log_level = "info";
+  int http_threads = ServerSettings::kDefaultHttpThreads;
   std::int64_t lease_ttl_s = 30;
   std::int64_t lost_after_s = 40;
   std::int64_t credential_ttl_s = 3600;
@@ -43,7 +44,7 @@ struct ServerSpec {
   std::string external_url;
 };
 BOOST_DESCRIBE_STRUCT(ServerSpec, (),
-                      (listen, store, objects, web_root, log_level, lease_ttl_s, lost_after_s, credential_ttl_s,
+                      (listen, store, objects, web_root, log_level, http_threads, lease_ttl_s, lost_after_s, credential_ttl_s,
                        fair_share, reservations_per_group, max_victims, tmp_retention_s, log_retention_s,
                        event_retention_s, task_retention_s, alert_webhooks, alert_emails, smtp_url, smtp_from,
                        queue_wait_alert_s, cluster_offline_for_s, node_not_ready_for_s, external_url))
@@ -119,6 +120,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       fleet.server.objects = sd.spec.objects;
       fleet.server.web_root = sd.spec.web_root;
       fleet.server.log_level = sd.spec.log_level;
+      fleet.server.http_threads = sd.spec.http_threads;
       fleet.server.control.lease_ttl_s = sd.spec.lease_ttl_s;
       fleet.server.control.lost_after_s = sd.spec.lost_after_s;
       fleet.server.control.credential_ttl_s = sd.spec.credential_ttl_s;
@@ -194,6 +196,10 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       }
       if (sd.spec.reservations_per_group < 0 || sd.spec.reservations_per_group > 1000) {
         return in_document(i, errors::invalid("spec.reservations_per_group", "must be 0..1000", "应为 0..1000"));
+      }
+      if (sd.spec.http_threads < 1 || sd.spec.http_threads > ServerSettings::kMaxHttpThreads) {
+        const std::string range = "1.." + std::to_string(ServerSettings::kMaxHttpThreads);
+        return in_document(i, errors::invalid("spec.http_threads", "must be " + range, "应为 " + range));
       }
       if (sd.spec.max_victims < 1 || sd.spec.max_victims > 10000) {
         return in_document(i, errors::invalid("spec.max_victims", "must be 1..10000", "应为 1..10000"));

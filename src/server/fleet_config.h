@@ -48,6 +48,13 @@ struct ServerSettings {
   std::string objects;  // "" = file:///<data-dir>/objects
   std::string web_root;  // "" = the built UI next to the binary, if any
   std::string log_level = "info";
+  // Threads that run the HTTP handlers. A handler blocks on the store, and
+  // the store commits the writes that arrive together in one transaction
+  // (SqliteStore::write, AuditBatch): more threads than cores let requests
+  // meet there. Long-polls and streams hold no thread.
+  static constexpr int kDefaultHttpThreads = 16;
+  static constexpr int kMaxHttpThreads = 256;
+  int http_threads = kDefaultHttpThreads;
   ServerConfig control;
 };
 

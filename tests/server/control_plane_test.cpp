@@ -708,5 +708,21 @@ TEST(Retention, TheServerDocumentSetsTheAgeAndRefusesNonsense) {
   EXPECT_NE(bad.error().message.find("task_retention_s"), std::string::npos) << bad.error().message;
 }
 
+TEST(ServerDocument, HttpThreadsDefaultToSixteenAndMustBeSane) {
+  auto defaults = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {}\n");
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message;
+  EXPECT_EQ(defaults->server.http_threads, 16);
+  auto ok = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {http_threads: 64}\n");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->server.http_threads, 64);
+  for (const char* value : {"0", "-3", "257"}) {
+    auto bad = parse_fleet_config(std::string("apiVersion: cubeplane/v1\nkind: Server\nspec: {http_threads: ") +
+                                  value + "}\n");
+    ASSERT_FALSE(bad.ok()) << value;
+    EXPECT_NE(bad.error().message.find("spec.http_threads"), std::string::npos) << bad.error().message;
+    EXPECT_NE(bad.error().message_zh.find("1..256"), std::string::npos) << bad.error().message_zh;
+  }
+}
+
 }  // namespace
 }  // namespace cp
