@@ -39,14 +39,12 @@ Status LiveWork::refresh(Tx& tx, ChangeJournal* journal, std::uint64_t mark, Mil
 
 Status LiveWork::read_everything(Tx& tx, Millis now) {
   tasks_.clear();
+  queued_.clear();
   attempts_.clear();
   CP_ASSIGN(auto tasks, tx.tasks_in_states(kLive));
   CP_ASSIGN(auto attempts, tx.active_attempts(""));
   stats_.rows_read = static_cast<std::int64_t>(tasks.size() + attempts.size());
-  for (auto& t : tasks) {
-    std::string id = t.id;
-    tasks_.emplace(std::move(id), std::move(t));
-  }
+  for (auto& t : tasks) put(std::move(t));
   for (auto& a : attempts) {
     std::string id = a.id;
     attempts_.emplace(std::move(id), std::move(a));
@@ -82,12 +80,10 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
   // live states: both leave the kept set.
   for (const auto& id : task_ids) {
     touch(touched_.tasks, id);
-    tasks_.erase(id);
+    erase(id);
   }
   for (auto& t : tasks) {
-    if (!kLive.contains(t.state)) continue;
-    std::string id = t.id;
-    tasks_.insert_or_assign(std::move(id), std::move(t));
+    if (kLive.contains(t.state)) put(std::move(t));
   }
   for (const auto& id : attempt_ids) {
     touch(touched_.attempts, id);
@@ -101,14 +97,25 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
   return {};
 }
 
+void LiveWork::put(Task t) {
+  erase(t.id);
+  std::string id = t.id;
+  auto [it, inserted] = tasks_.emplace(std::move(id), std::move(t));
+  const Task& kept = it->second;  // nodes of an unordered_map stay where they are
+  if (kept.state == TaskState::Queued) queued_.emplace(std::pair{kept.created_at, kept.id}, &kept);
+}
+
+void LiveWork::erase(const std::string& id) {
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return;
+  if (it->second.state == TaskState::Queued) queued_.erase(std::pair{it->second.created_at, id});
+  tasks_.erase(it);
+}
+
 std::vector<const Task*> LiveWork::queued() const {
   std::vector<const Task*> out;
-  for (const auto& [id, t] : tasks_) {
-    if (t.state == TaskState::Queued) out.push_back(&t);
-  }
-  std::sort(out.begin(), out.end(), [](const Task* a, const Task* b) {
-    return a->created_at != b->created_at ? a->created_at < b->created_at : a->id < b->id;
-  });
+  out.reserve(queued_.size());
+  for (const auto& [key, t] : queued_) out.push_back(t);
   return out;
 }
 

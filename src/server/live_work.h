@@ -25,7 +25,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -92,7 +94,14 @@ class LiveWork {
   bool loaded_ = false;
   Touched touched_;
   Millis full_at_ = 0;
+  // Keeps queued_ in step with tasks_.
+  void put(Task t);
+  void erase(const std::string& id);
+
   std::unordered_map<std::string, Task> tasks_;
+  // The queued ones among tasks_, in queued() order: a cycle walks what
+  // waits, not every task that runs.
+  std::map<std::pair<Millis, std::string>, const Task*> queued_;
   std::unordered_map<std::string, Attempt> attempts_;
   Stats stats_;
 };

@@ -269,12 +269,23 @@ Status ControlPlane::schedule_once() {
     // Each placement writes an attempt, its task and an event: sent together
     // (one statement of each on PostgreSQL), before the next read and COMMIT.
     tx.hold_writes();
-    // The placed tasks as this transaction sees them, in one statement.
+    // The placed tasks as this transaction sees them. Where the journal is
+    // current (Tx::journal_is_current), the live work refreshed above holds
+    // them as stored, decoded: only those this transaction wrote itself are
+    // read, and a task that is not live is no longer queued. Elsewhere all
+    // are read, in one statement.
+    const bool live_is_stored = plan.placements.empty() ? false : tx.journal_is_current();
     std::unordered_map<std::string, Task> placed;
     {
       std::vector<std::string> ids;
       ids.reserve(plan.placements.size());
-      for (const auto& pl : plan.placements) ids.push_back(pl.task_id);
+      for (const auto& pl : plan.placements) {
+        if (!live_is_stored || tx.wrote_task(pl.task_id)) {
+          ids.push_back(pl.task_id);
+        } else if (const Task* t = live_work_.task(pl.task_id)) {
+          placed.emplace(pl.task_id, *t);
+        }
+      }
       CP_ASSIGN(auto tasks, tx.get_tasks(ids));
       for (auto& task : tasks) {
         std::string id = task.id;
@@ -349,8 +360,24 @@ Status ControlPlane::schedule_once() {
       (void)eid;
     }
 
+    // Every waiting task is explained at every cycle, and its reasons seldom
+    // change: the live work's copy (as of this cycle's snapshot at least)
+    // answers "unchanged" without a read. A write since that snapshot that
+    // left the task queued with other reasons is caught at the next cycle,
+    // when the copy has caught up.
     for (const auto& pending : plan.pending) {
-      CP_ASSIGN(auto t, tx.get_task(pending.task_id));
+      const Task* live = live_work_.task(pending.task_id);
+      const bool written_here = tx.wrote_task(pending.task_id);
+      if (live != nullptr && !written_here && live->state == TaskState::Queued &&
+          same_reasons(live->reasons, pending.reasons)) {
+        continue;
+      }
+      std::optional<Task> t;
+      if (live_is_stored && !written_here) {
+        if (live != nullptr) t = *live;
+      } else {
+        CP_ASSIGN(t, tx.get_task(pending.task_id));
+      }
       if (!t || t->state != TaskState::Queued || same_reasons(t->reasons, pending.reasons)) continue;
       t->reasons = pending.reasons.copied();
       t->updated_at = now;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "common/result.h"
@@ -165,7 +166,25 @@ class Tx {
 
   // The task and attempt ids this transaction wrote so far (change_journal.h);
   // the backend publishes them after COMMIT.
-  ChangedRows take_changed() { return std::move(changed_); }
+  ChangedRows take_changed() {
+    written_tasks_.clear();
+    return std::move(changed_);
+  }
+
+  // Whether, inside this write transaction, the store's change journal
+  // names every task and attempt row that committed writes changed, once a
+  // mark is taken (LiveWork::mark). Then a reader kept up to date from the
+  // journal in this transaction holds the rows as stored, except those
+  // wrote_task() names. SqliteStore: yes, one writer publishes each group
+  // before the next begins (rows another process writes to the same file
+  // are not named; live_work.h). Default (PostgreSQL): no, a concurrent
+  // writer publishes after its COMMIT, possibly after this one began.
+  virtual bool journal_is_current() const { return false; }
+  // Whether this transaction wrote task `id` so far, in this body or in an
+  // earlier body of the same group commit: changes no journal names yet.
+  bool wrote_task(const std::string& id) const {
+    return written_tasks_.contains(id) || (earlier_tasks_ != nullptr && earlier_tasks_->contains(id));
+  }
 
   // From here to the end of the body, insert_attempt, update_task and
   // append_event may be held back and sent together: PostgreSQL sends one
@@ -325,11 +344,18 @@ class Tx {
  protected:
   // Backends call these from every method that inserts, updates or deletes
   // a task or an attempt row.
-  void noted_task(const std::string& id) { changed_.tasks.push_back(id); }
+  void noted_task(const std::string& id) {
+    changed_.tasks.push_back(id);
+    written_tasks_.insert(id);
+  }
   void noted_attempt(const std::string& id) { changed_.attempts.push_back(id); }
+  // The tasks the earlier bodies of this transaction wrote (a group commit).
+  void set_earlier_tasks(const std::unordered_set<std::string>* ids) { earlier_tasks_ = ids; }
 
  private:
   ChangedRows changed_;
+  std::unordered_set<std::string> written_tasks_;
+  const std::unordered_set<std::string>* earlier_tasks_ = nullptr;
 };
 
 class Store {

@@ -57,6 +57,33 @@ TEST_F(ControlPlaneTest, OverQuotaTaskStaysQueuedWithTheQuotaReason) {
   EXPECT_NE(std::string(explain->at("summary").as_string()).find("quota"), std::string::npos);
 }
 
+TEST_F(ControlPlaneTest, AWaitingTaskIsWrittenOnlyWhenItsReasonsChange) {
+  // Every cycle explains every waiting task; the store is written only when
+  // the explanation differs from the one kept (a long queue would otherwise
+  // cost a read, and a write, per waiting task per cycle).
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto first = submit(alice_, pipeline_yaml("pa", 3));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  auto second = submit(alice_, pipeline_yaml("pa", 2));
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  const Task explained = task(second[0]);
+  ASSERT_EQ(explained.state, TaskState::Queued);
+  ASSERT_FALSE(explained.reasons.empty());
+  EXPECT_EQ(explained.updated_at, clock_.now_ms());
+  const Millis written_at = explained.updated_at;
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    clock_.advance_ms(1000);
+    ASSERT_TRUE(cp_->schedule_once().ok());
+  }
+  const Task again = task(second[0]);
+  EXPECT_EQ(again.updated_at, written_at);
+  ASSERT_EQ(again.reasons.size(), explained.reasons.size());
+  EXPECT_EQ(again.reasons[0].code, explained.reasons[0].code);
+  EXPECT_EQ(again.reasons[0].message, explained.reasons[0].message);
+}
+
 TEST_F(ControlPlaneTest, CancellingARunningTaskSendsAStopWithTheClassGrace) {
   // Cancel marks the attempt Stopping; the agent is told to stop it; its report ends the task Cancelled.
   auto [agent, cred] = connect("c1");

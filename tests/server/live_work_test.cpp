@@ -96,6 +96,41 @@ TEST_F(LiveWorkTest, ReadsEverythingFirstThenOnlyWhatChanged) {
   EXPECT_EQ(live_.stats().full_reads, 1);
 }
 
+TEST_F(LiveWorkTest, TheQueuedOrderFollowsEveryChangeWithoutRepeats) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-1", TaskState::Queued, 1000)));
+    CP_TRY(tx.insert_task(task("t-2", TaskState::Queued, 2000)));
+    return tx.insert_task(task("t-3", TaskState::Running, 500));
+  });
+  refresh();
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-1", "t-2"}));
+  // Updated while queued (its reasons), twice in one write: listed once.
+  write([](Tx& tx) -> Status {
+    Task t = task("t-2", TaskState::Queued, 2000);
+    t.reasons = {PendingReason{"quota_exceeded", "short", "不足", {}}};
+    CP_TRY(tx.update_task(t));
+    return tx.update_task(t);
+  });
+  refresh();
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-1", "t-2"}));
+  ASSERT_EQ(live_.queued().back()->reasons.size(), 1u);  // the copy listed is the one read
+  // t-3 requeued (preempted), t-1 placed: t-3 comes first by its age.
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.update_task(task("t-3", TaskState::Queued, 500)));
+    return tx.update_task(task("t-1", TaskState::Dispatched, 1000));
+  });
+  refresh();
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-3", "t-2"}));
+  // Ended: gone from the order.
+  write([](Tx& tx) { return tx.update_task(task("t-2", TaskState::Cancelled, 2000)); });
+  refresh();
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-3"}));
+  // A full read rebuilds the same order.
+  refresh(10'000 + LiveWork::kFullReadEveryMs);
+  EXPECT_EQ(live_.stats().full_reads, 2);
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-3"}));
+}
+
 TEST_F(LiveWorkTest, AWriteAfterTheMarkIsReadByTheNextRefresh) {
   refresh();
   const auto mark = LiveWork::mark(*store_);

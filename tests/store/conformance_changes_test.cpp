@@ -82,6 +82,27 @@ TEST_P(StoreTest, ARolledBackWriteMayPublishItsIdsButChangesNothing) {
   EXPECT_EQ(read([](Tx& tx) { return tx.get_task("t-gone"); }), std::nullopt);
 }
 
+TEST_P(StoreTest, OnlyOneWriterThatPublishesBeforeTheNextHasACurrentJournal) {
+  // Tx::journal_is_current: SQLite's one writer publishes each group before
+  // the next begins; PostgreSQL's concurrent writers publish after COMMIT.
+  const bool want = store_->backend() == "sqlite";
+  write([&](Tx& tx) -> Status {
+    EXPECT_EQ(tx.journal_is_current(), want);
+    EXPECT_FALSE(tx.wrote_task("t-1"));
+    CP_TRY(tx.insert_task(make_task("t-1", 1000)));
+    EXPECT_TRUE(tx.wrote_task("t-1"));  // either way: its own writes
+    return {};
+  });
+  write([](Tx& tx) -> Status {
+    EXPECT_FALSE(tx.wrote_task("t-1"));  // an earlier transaction's
+    return {};
+  });
+  (void)read([](Tx& tx) {
+    EXPECT_FALSE(tx.journal_is_current());
+    return tx.get_task("t-1");
+  });
+}
+
 TEST(ChangeJournalTest, DropsTheOldestPastItsBoundAndSaysSo) {
   ChangeJournal journal(3);
   journal.publish(ChangedRows{{"a", "b"}, {}});

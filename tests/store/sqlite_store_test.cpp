@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "store/migrations.h"
@@ -219,6 +221,71 @@ TEST_F(SqliteFileTest, TwoConnectionsOnOneFileLoseNoUpdate) {
     return {};
   }));
   EXPECT_EQ(counter, std::optional<std::string>(std::to_string(2 * kWrites)));
+}
+
+// Polls `done` until it holds or 10 s pass.
+bool eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST_F(SqliteFileTest, ABodyOfAGroupKnowsTheTasksTheBodiesBeforeItWrote) {
+  // Tx::wrote_task: what the change journal does not name yet inside a write.
+  // A holds the writer until B and C queue; B and C then share one group.
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  std::atomic<bool> release{false}, a_inside{false};
+  std::thread a([&] {
+    EXPECT_OK(store->write([&](Tx& tx) -> Status {
+      EXPECT_TRUE(tx.journal_is_current());
+      CP_TRY(tx.insert_task(make_task("t-a", 1000)));
+      EXPECT_TRUE(tx.wrote_task("t-a"));
+      a_inside = true;
+      EXPECT_TRUE(eventually([&] { return release.load(); }));
+      return {};
+    }));
+  });
+  ASSERT_TRUE(eventually([&] { return a_inside.load(); }));
+  std::thread b([&] {
+    // Refused after writing: rolled back to its savepoint, still named below.
+    EXPECT_FALSE(store->write([&](Tx& tx) -> Status {
+                        CP_TRY(tx.insert_task(make_task("t-b", 1000)));
+                        return Error{"refused", 409, "no", "不", {}};
+                      })
+                     .ok());
+  });
+  ASSERT_TRUE(eventually([&] { return store->queued_writes() == 1; }));
+  std::thread c([&] {
+    EXPECT_OK(store->write([&](Tx& tx) -> Status {
+      EXPECT_TRUE(tx.journal_is_current());
+      EXPECT_FALSE(tx.wrote_task("t-a"));  // committed and published before this group began
+      EXPECT_TRUE(tx.wrote_task("t-b"));   // the body before, in this transaction
+      EXPECT_FALSE(tx.wrote_task("t-c"));
+      CP_TRY(tx.insert_task(make_task("t-c", 1000)));
+      EXPECT_TRUE(tx.wrote_task("t-c"));
+      return {};
+    }));
+  });
+  ASSERT_TRUE(eventually([&] { return store->queued_writes() == 2; }));
+  release = true;
+  a.join();
+  b.join();
+  c.join();
+  EXPECT_EQ(store->group_stats().groups, 2);  // {A}, then {B, C}
+  EXPECT_EQ(store->group_stats().writes, 3);
+  EXPECT_OK(store->read([](Tx& tx) -> Status {
+    EXPECT_FALSE(tx.journal_is_current());  // a read is no write
+    CP_ASSIGN(auto b, tx.get_task("t-b"));
+    EXPECT_FALSE(b.has_value());
+    CP_ASSIGN(auto c, tx.get_task("t-c"));
+    EXPECT_TRUE(c.has_value());
+    return {};
+  }));
 }
 
 // -------------------------------------------------------------- task cursor

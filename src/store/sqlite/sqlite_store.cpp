@@ -197,14 +197,16 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
   // Each body behind a savepoint, so that one body's error undoes only its
   // own writes. A single write needs none: its error rolls back everything.
   const bool savepoints = group.size() > 1;
+  std::unordered_set<std::string> earlier_tasks;  // written by the bodies before (Tx::wrote_task)
   Status committed = transaction(*conn_, TxKind::write, [&]() -> Status {
+    earlier_tasks.clear();
     for (auto* w : group) {
       w->result = Status();
       w->thrown = nullptr;
       w->changed = ChangedRows();
       if (savepoints) CP_TRY(conn_->execute("SAVEPOINT cp_write"));
       try {
-        SqliteTx tx(*conn_, true);
+        SqliteTx tx(*conn_, earlier_tasks);
         w->result = (*w->body)(tx);
         w->changed = tx.take_changed();
       } catch (...) {
@@ -216,6 +218,8 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
       if (!savepoints) return failed ? (w->thrown ? store_error(500, "write body threw") : w->result) : Status();
       if (failed) CP_TRY(conn_->execute("ROLLBACK TO cp_write"));
       CP_TRY(conn_->execute("RELEASE cp_write"));
+      // Rolled back or not: a later body may not take the journal's word for them.
+      earlier_tasks.insert(w->changed.tasks.begin(), w->changed.tasks.end());
     }
     return {};
   });
@@ -235,6 +239,11 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
 SqliteStore::GroupStats SqliteStore::group_stats() const {
   return {groups_.load(std::memory_order_relaxed), grouped_writes_.load(std::memory_order_relaxed),
           static_cast<double>(writer_busy_ns_.load(std::memory_order_relaxed)) / 1e9};
+}
+
+std::size_t SqliteStore::queued_writes() const {
+  std::lock_guard lock(queue_mu_);
+  return queue_.size();
 }
 
 Status SqliteStore::read(const std::function<Status(Tx&)>& body) {

@@ -77,6 +77,8 @@ class SqliteStore final : public Store {
     double busy_s = 0;
   };
   GroupStats group_stats() const;
+  // write()s waiting for the group being committed to end (for tests).
+  std::size_t queued_writes() const;
 
   // A busy database (another process holds the write lock past the busy
   // timeout) gets the whole transaction body run again, this many times.
@@ -127,7 +129,7 @@ class SqliteStore final : public Store {
   std::condition_variable readers_cv_;
   std::vector<sqlite::Connection*> free_readers_;
   // The queue of group commit, under queue_mu_ (taken before mu_, never after).
-  std::mutex queue_mu_;
+  mutable std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::vector<PendingWrite*> queue_;
   bool leading_ = false;  // a caller is running a group

@@ -20,6 +20,12 @@ namespace cp {
 class SqliteTx final : public SqlTx {
  public:
   SqliteTx(sqlite::Connection& conn, bool writable) : conn_(conn), writable_(writable) {}
+  // A body of a group commit: `earlier`, the tasks the bodies before it wrote.
+  SqliteTx(sqlite::Connection& conn, const std::unordered_set<std::string>& earlier)
+      : conn_(conn), writable_(true) {
+    set_earlier_tasks(&earlier);
+  }
+  bool journal_is_current() const override { return writable_; }
 
   Result<std::optional<std::string>> get_meta(const std::string& key) override;
   Status set_meta(const std::string& key, const std::string& value) override;
