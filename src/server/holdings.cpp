@@ -28,10 +28,8 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
   std::map<std::string, std::vector<std::string>> names_by_cluster;
   for (const auto& pl : placements) {
     for (const auto& rp : pl.placements) {
-      NodeKey key{pl.cluster_id, rp.node};
-      if (h->use_.contains(key)) continue;
-      h->use_.emplace(std::move(key), NodeUse{});  // charged below; marks the node as read
-      names_by_cluster[pl.cluster_id].push_back(rp.node);
+      auto [use, added] = h->use_[pl.cluster_id].try_emplace(rp.node);  // charged below
+      if (added) names_by_cluster[pl.cluster_id].push_back(rp.node);
     }
   }
   for (const auto& [cluster, names] : names_by_cluster) {
@@ -72,9 +70,11 @@ void Holdings::charge(const Attempt& a, const std::string& resource_group) {
   // one replica per placement.
   const auto replicas = static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
   if (!resource_group.empty()) quota_->add(resource_group, a.resources, replicas);
+  auto cluster = use_.find(a.cluster_id);
+  if (cluster == use_.end()) return;  // no placement of the plan is on this cluster
   for (const auto& rp : a.placements) {
-    auto use = use_.find(NodeKey{a.cluster_id, rp.node});
-    if (use == use_.end()) continue;  // no placement of the plan is on this node
+    auto use = cluster->second.find(rp.node);
+    if (use == cluster->second.end()) continue;  // nor on this node
     use->second.used.add(a.resources);
     use->second.gpus_taken.insert(rp.gpu_indices.begin(), rp.gpu_indices.end());
   }
@@ -132,8 +132,11 @@ std::optional<std::string> Holdings::recheck_nodes(const sched::Placement& pl) c
     if (n == nodes_.end()) return "node " + pl.cluster_id + "/" + name + " is gone";
     const Node& node = n->second;
     if (!node.ready) return "node " + pl.cluster_id + "/" + name + " is no longer ready";
-    auto u = use_.find(key);
-    const NodeUse& use = u == use_.end() ? kIdle : u->second;
+    const NodeUse* found = nullptr;
+    if (auto c = use_.find(pl.cluster_id); c != use_.end()) {
+      if (auto u = c->second.find(name); u != c->second.end()) found = &u->second;
+    }
+    const NodeUse& use = found != nullptr ? *found : kIdle;
 
     for (const auto& [resource, amount] : want.amounts()) {
       if (amount <= 0 || resource.starts_with(kGpuPrefix)) continue;

@@ -69,7 +69,11 @@ class Holdings {
   std::map<std::string, bool> preemptible_;  // priority class -> preemptible
   std::map<std::string, std::string> pool_of_;  // cluster -> storage pool
   std::map<NodeKey, Node> nodes_;
-  std::map<NodeKey, NodeUse> use_;
+  // cluster -> node -> use, of the nodes the plan places on only. Looked up
+  // by string_view for every active attempt: no key is built per lookup, and
+  // an attempt on a cluster the plan does not touch costs one lookup.
+  using NodeUses = std::map<std::string, NodeUse, std::less<>>;
+  std::map<std::string, NodeUses, std::less<>> use_;
 };
 
 }  // namespace cp::internal
