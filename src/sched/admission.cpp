@@ -139,6 +139,8 @@ void QuotaBook::add(std::string_view group, const Resources& per_replica, std::i
   add_kept(group, kept_.back(), replicas, holder);
 }
 
+void QuotaBook::add(std::string_view group, const Tally& used) { changing(group).used.add(used); }
+
 void QuotaBook::add_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                          std::string_view holder) {
   Account& a = changing(group);

@@ -58,6 +58,8 @@ class QuotaBook {
   // Takes back one add_kept() of the same `per_replica` (running work gone:
   // a Scheduler's delta).
   void remove_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas);
+  // Charges amounts already summed over many works (no holder).
+  void add(std::string_view group, const Tally& used);
   const Tally& used(std::string_view group) const;
   // Quota held for a blocked task of the group (a reservation): counted by
   // check() unless told otherwise, never by used().

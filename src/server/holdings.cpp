@@ -13,6 +13,12 @@ namespace {
 // not turned into that many indices.
 constexpr std::int64_t kMaxGpuIndices = 4096;
 
+// Attempt::resources is per replica (see schedule_once and attempt_total),
+// one replica per placement.
+std::int64_t replicas_of(const Attempt& a) {
+  return static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
@@ -40,36 +46,35 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
     }
   }
 
-  std::map<std::string, std::string> group_of;  // of tasks that are not live, read here
-  Status status;
-  live.for_each_attempt([&](const Attempt& a) {
-    if (!status.ok()) return;
-    if (const Task* t = live.task(a.task_id)) {
-      h->charge(a, t->resource_group);
-      return;
-    }
-    // An active attempt of a task in another state should not exist; still
-    // charge it to its task's group rather than let it hold quota unseen.
-    auto g = group_of.find(a.task_id);
-    if (g == group_of.end()) {
-      auto t = tx.get_task(a.task_id);
-      if (!t.ok()) {
-        status = t.error();
-        return;
+  // What the active attempts hold, as the live work keeps it: per group,
+  // and on the nodes the plan places on.
+  for (const auto& [group, used] : live.group_use()) h->quota_->add(group, used);
+  for (auto& [cluster, nodes] : h->use_) {
+    for (auto& [name, use] : nodes) {
+      if (const LiveWork::NodeUse* held = live.node_use(cluster, name)) {
+        use.used.add(held->used);
+        use.gpus_taken.insert(held->gpus.begin(), held->gpus.end());
       }
-      g = group_of.emplace(a.task_id, *t ? (*t)->resource_group : std::string()).first;
     }
-    h->charge(a, g->second);
-  });
-  CP_TRY(status);
+  }
+  // An active attempt of a task in another state should not exist; still
+  // charge it to its task's group rather than let it hold quota unseen.
+  std::map<std::string, std::string> group_of;  // of tasks that are not live, read here
+  for (const auto& id : live.ungrouped_attempts()) {
+    const Attempt* a = live.attempt(id);
+    if (a == nullptr) continue;
+    auto g = group_of.find(a->task_id);
+    if (g == group_of.end()) {
+      CP_ASSIGN(auto t, tx.get_task(a->task_id));
+      g = group_of.emplace(a->task_id, t ? t->resource_group : std::string()).first;
+    }
+    if (!g->second.empty()) h->quota_->add(g->second, a->resources, replicas_of(*a));
+  }
   return h;
 }
 
 void Holdings::charge(const Attempt& a, const std::string& resource_group) {
-  // Attempt::resources is per replica (see schedule_once and attempt_total),
-  // one replica per placement.
-  const auto replicas = static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
-  if (!resource_group.empty()) quota_->add(resource_group, a.resources, replicas);
+  if (!resource_group.empty()) quota_->add(resource_group, a.resources, replicas_of(a));
   auto cluster = use_.find(a.cluster_id);
   if (cluster == use_.end()) return;  // no placement of the plan is on this cluster
   for (const auto& rp : a.placements) {

@@ -41,14 +41,14 @@ Status LiveWork::read_everything(Tx& tx, Millis now) {
   tasks_.clear();
   queued_.clear();
   attempts_.clear();
+  group_of_attempt_.clear();
+  ungrouped_.clear();
+  sums_ = Sums{};
   CP_ASSIGN(auto tasks, tx.tasks_in_states(kLive));
   CP_ASSIGN(auto attempts, tx.active_attempts(""));
   stats_.rows_read = static_cast<std::int64_t>(tasks.size() + attempts.size());
   for (auto& t : tasks) put(std::move(t));
-  for (auto& a : attempts) {
-    std::string id = a.id;
-    attempts_.emplace(std::move(id), std::move(a));
-  }
+  for (auto& a : attempts) put_attempt(std::move(a));
   full_at_ = now;
   stats_.full_reads++;
   touched_ = Touched{};  // everything
@@ -87,12 +87,10 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
   }
   for (const auto& id : attempt_ids) {
     touch(touched_.attempts, id);
-    attempts_.erase(id);
+    erase_attempt(id);
   }
   for (auto& a : attempts) {
-    if (is_terminal(a.state)) continue;
-    std::string id = a.id;
-    attempts_.insert_or_assign(std::move(id), std::move(a));
+    if (!is_terminal(a.state)) put_attempt(std::move(a));
   }
   return {};
 }
@@ -110,6 +108,114 @@ void LiveWork::erase(const std::string& id) {
   if (it == tasks_.end()) return;
   if (it->second.state == TaskState::Queued) queued_.erase(std::pair{it->second.created_at, id});
   tasks_.erase(it);
+}
+
+void LiveWork::charge(Sums& sums, const Attempt& a, const std::string& group, std::int64_t sign) {
+  // Attempt::resources is per replica, one replica per placement (holdings.cpp).
+  const auto replicas = static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
+  if (!group.empty()) sums.groups[group].add(a.resources, sign * replicas);
+  if (a.placements.empty()) return;
+  auto& nodes = sums.nodes[a.cluster_id];
+  for (const auto& rp : a.placements) {
+    NodeUse& use = nodes[rp.node];
+    use.used.add(a.resources, sign);
+    for (int i : rp.gpu_indices) {
+      if (sign > 0) {
+        use.gpus.insert(i);
+      } else if (auto it = use.gpus.find(i); it != use.gpus.end()) {
+        use.gpus.erase(it);
+      }
+    }
+  }
+}
+
+void LiveWork::put_attempt(Attempt a) {
+  erase_attempt(a.id);
+  // The group of its task as read: tasks are read before attempts.
+  const Task* t = task(a.task_id);
+  std::string group = t != nullptr ? t->resource_group : std::string();
+  if (t == nullptr) ungrouped_.insert(a.id);
+  charge(sums_, a, group, +1);
+  group_of_attempt_.insert_or_assign(a.id, std::move(group));
+  std::string id = a.id;
+  attempts_.insert_or_assign(std::move(id), std::move(a));
+}
+
+void LiveWork::erase_attempt(const std::string& id) {
+  auto it = attempts_.find(id);
+  if (it == attempts_.end()) return;
+  auto g = group_of_attempt_.find(id);
+  charge(sums_, it->second, g == group_of_attempt_.end() ? std::string() : g->second, -1);
+  if (g != group_of_attempt_.end()) group_of_attempt_.erase(g);
+  ungrouped_.erase(id);
+  attempts_.erase(it);
+}
+
+const LiveWork::NodeUse* LiveWork::node_use(std::string_view cluster, std::string_view node) const {
+  auto c = sums_.nodes.find(cluster);
+  if (c == sums_.nodes.end()) return nullptr;
+  auto n = c->second.find(node);
+  return n == c->second.end() ? nullptr : &n->second;
+}
+
+namespace {
+
+// Tallies compared by their non-zero amounts (a sum that went back to 0
+// keeps its entry).
+bool same_amounts(const sched::Tally& a, const sched::Tally& b) {
+  auto nonzero = [](const sched::Tally& t) {
+    std::vector<sched::Tally::Entry> out;
+    for (const auto& e : t.amounts()) {
+      if (e.second != 0) out.push_back(e);
+    }
+    return out;
+  };
+  return nonzero(a) == nonzero(b);
+}
+
+}  // namespace
+
+std::string LiveWork::check_sums() const {
+  Sums fresh;
+  for (const auto& [id, a] : attempts_) {
+    auto g = group_of_attempt_.find(id);
+    charge(fresh, a, g == group_of_attempt_.end() ? std::string() : g->second, +1);
+  }
+  std::string diff;
+  auto note = [&](const std::string& what) { diff += (diff.empty() ? "" : "; ") + what; };
+  std::set<std::string> groups;
+  for (const auto& [g, t] : fresh.groups) groups.insert(g);
+  for (const auto& [g, t] : sums_.groups) groups.insert(g);
+  static const sched::Tally kNone;
+  for (const auto& g : groups) {
+    auto a = fresh.groups.find(g);
+    auto b = sums_.groups.find(g);
+    if (!same_amounts(a == fresh.groups.end() ? kNone : a->second, b == sums_.groups.end() ? kNone : b->second)) {
+      note("use of resource group " + g);
+    }
+  }
+  for (const auto& [cluster, nodes] : fresh.nodes) {
+    for (const auto& [name, use] : nodes) {
+      const NodeUse* kept = node_use(cluster, name);
+      if (kept == nullptr || !same_amounts(kept->used, use.used) || kept->gpus != use.gpus) {
+        note("use of node " + cluster + "/" + name);
+      }
+    }
+  }
+  for (const auto& [cluster, nodes] : sums_.nodes) {
+    for (const auto& [name, use] : nodes) {
+      auto c = fresh.nodes.find(cluster);
+      const bool counted = c != fresh.nodes.end() && c->second.contains(name);
+      if (!counted && (!same_amounts(use.used, kNone) || !use.gpus.empty())) note("use of node " + cluster + "/" + name);
+    }
+  }
+  for (const auto& id : ungrouped_) {
+    auto g = group_of_attempt_.find(id);
+    if (!attempts_.contains(id) || g == group_of_attempt_.end() || !g->second.empty()) {
+      note("group of attempt " + id);
+    }
+  }
+  return diff;
 }
 
 std::vector<const Task*> LiveWork::queued() const {

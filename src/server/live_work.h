@@ -26,13 +26,16 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
 #include "model/types.h"
+#include "sched/tally.h"
 #include "store/store.h"
 
 namespace cp {
@@ -66,6 +69,25 @@ class LiveWork {
     for (const auto& [id, a] : attempts_) fn(a);
   }
 
+  // What the active attempts hold, kept as they come and go, so that the
+  // apply's re-check (holdings.h) costs what its plan touches, not every
+  // active attempt (a hash lookup of its task each, at every cycle):
+  // - per resource group, per replica x replicas, each attempt charged to
+  //   the group of its task as it was when the attempt was read;
+  // - per node, its resources and GPU indices (whatever its task).
+  // An attempt read while its task was not live has no group here; it is
+  // listed by ungrouped_attempts() for the caller to look up.
+  struct NodeUse {
+    sched::Tally used;
+    std::multiset<int> gpus;  // an index twice if two attempts claim it
+  };
+  const std::map<std::string, sched::Tally, std::less<>>& group_use() const { return sums_.groups; }
+  const NodeUse* node_use(std::string_view cluster, std::string_view node) const;
+  const std::set<std::string>& ungrouped_attempts() const { return ungrouped_; }
+  // The kept sums against a count from scratch: "" when they agree, else
+  // what differs (for the checks of verify_warm_scheduler and the tests).
+  std::string check_sums() const;
+
   // The rows read again since the last take_touched(): what the kept
   // scheduler (warm_schedule.h) must look at. `everything`: a full read
   // happened (or too many ids piled up), so every row may have changed.
@@ -94,15 +116,27 @@ class LiveWork {
   bool loaded_ = false;
   Touched touched_;
   Millis full_at_ = 0;
-  // Keeps queued_ in step with tasks_.
+  // Keep queued_ in step with tasks_.
   void put(Task t);
   void erase(const std::string& id);
+  // Keep the sums in step with attempts_.
+  void put_attempt(Attempt a);
+  void erase_attempt(const std::string& id);
+  struct Sums {
+    std::map<std::string, sched::Tally, std::less<>> groups;
+    std::map<std::string, std::map<std::string, NodeUse, std::less<>>, std::less<>> nodes;
+  };
+  static void charge(Sums& sums, const Attempt& a, const std::string& group, std::int64_t sign);
 
   std::unordered_map<std::string, Task> tasks_;
   // The queued ones among tasks_, in queued() order: a cycle walks what
   // waits, not every task that runs.
   std::map<std::pair<Millis, std::string>, const Task*> queued_;
+  // Active attempts, each with the group it is charged to ("" = none).
   std::unordered_map<std::string, Attempt> attempts_;
+  std::unordered_map<std::string, std::string> group_of_attempt_;
+  std::set<std::string> ungrouped_;
+  Sums sums_;
   Stats stats_;
 };
 

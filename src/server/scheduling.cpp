@@ -262,6 +262,12 @@ Status ControlPlane::schedule_once() {
       // The live work as of this transaction: what committed since the
       // snapshot (work that ended, or anything written behind our back).
       CP_TRY(live_work_.refresh(tx, store_.changes(), LiveWork::mark(store_), now, /*periodic=*/false));
+      if (config_.verify_warm_scheduler) {
+        if (std::string diff = live_work_.check_sums(); !diff.empty()) {
+          warm_check_failures_.fetch_add(1);
+          spdlog::error("kept use of the live work differs from a count: {}", diff);
+        }
+      }
       CP_ASSIGN(held, internal::Holdings::load(tx, live_work_, plan.placements));
     }
 

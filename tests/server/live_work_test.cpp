@@ -131,6 +131,74 @@ TEST_F(LiveWorkTest, TheQueuedOrderFollowsEveryChangeWithoutRepeats) {
   EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-3"}));
 }
 
+TEST_F(LiveWorkTest, KeepsWhatActiveAttemptsHoldPerGroupAndNode) {
+  // The apply's re-check reads these sums instead of every attempt.
+  auto gang = [](AttemptState state) {
+    Attempt a = attempt("t-gang", state);
+    a.resources.set("cpu", 2000);
+    a.resources.set("gpu/a100", 1);
+    a.placements = {{0, "n1", {0}}, {1, "n2", {3}}};
+    return a;
+  };
+  write([&](Tx& tx) -> Status {
+    Task t = task("t-gang", TaskState::Dispatched);
+    t.resource_group = "rg-b";
+    CP_TRY(tx.insert_task(t));
+    CP_TRY(tx.insert_task(task("t-one", TaskState::Dispatched)));  // rg-a
+    CP_TRY(tx.insert_attempt(gang(AttemptState::Dispatched)));
+    Attempt one = attempt("t-one", AttemptState::Dispatched);
+    one.resources.set("cpu", 500);
+    one.placements = {{0, "n1", {}}};
+    return tx.insert_attempt(one);
+  });
+  refresh();
+  EXPECT_EQ(live_.check_sums(), "");
+  EXPECT_EQ(live_.group_use().at("rg-b").get("gpu/a100"), 2);  // per replica x 2 replicas
+  EXPECT_EQ(live_.group_use().at("rg-b").get("cpu"), 4000);
+  EXPECT_EQ(live_.group_use().at("rg-a").get("cpu"), 500);
+  ASSERT_NE(live_.node_use("c1", "n1"), nullptr);
+  EXPECT_EQ(live_.node_use("c1", "n1")->used.get("cpu"), 2500);
+  EXPECT_EQ(live_.node_use("c1", "n1")->gpus, (std::multiset<int>{0}));
+  EXPECT_EQ(live_.node_use("c1", "n2")->gpus, (std::multiset<int>{3}));
+  EXPECT_EQ(live_.node_use("c1", "n3"), nullptr);
+  EXPECT_TRUE(live_.ungrouped_attempts().empty());
+
+  // Running now: charged once, not twice.
+  write([&](Tx& tx) { return tx.update_attempt(gang(AttemptState::Running)); });
+  refresh();
+  EXPECT_EQ(live_.check_sums(), "");
+  EXPECT_EQ(live_.group_use().at("rg-b").get("cpu"), 4000);
+  EXPECT_EQ(live_.node_use("c1", "n2")->gpus, (std::multiset<int>{3}));
+
+  // It ends: nothing held any more.
+  write([&](Tx& tx) -> Status {
+    CP_TRY(tx.update_task(task("t-gang", TaskState::Succeeded)));
+    return tx.update_attempt(gang(AttemptState::Succeeded));
+  });
+  refresh();
+  EXPECT_EQ(live_.check_sums(), "");
+  EXPECT_EQ(live_.group_use().at("rg-b").get("cpu"), 0);
+  EXPECT_TRUE(live_.node_use("c1", "n2")->gpus.empty());
+  EXPECT_EQ(live_.node_use("c1", "n1")->used.get("cpu"), 500);
+
+  // An active attempt whose task is not live has no group here: listed.
+  write([&](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-odd", TaskState::Failed)));
+    return tx.insert_attempt(attempt("t-odd", AttemptState::Running));
+  });
+  refresh();
+  EXPECT_EQ(live_.check_sums(), "");
+  EXPECT_EQ(live_.ungrouped_attempts(), (std::set<std::string>{"t-odd.1"}));
+
+  // A full read counts the same.
+  const auto before = live_.group_use().at("rg-a").get("cpu");
+  refresh(10'000 + LiveWork::kFullReadEveryMs);
+  EXPECT_EQ(live_.stats().full_reads, 2);
+  EXPECT_EQ(live_.check_sums(), "");
+  EXPECT_EQ(live_.group_use().at("rg-a").get("cpu"), before);
+  EXPECT_EQ(live_.ungrouped_attempts(), (std::set<std::string>{"t-odd.1"}));
+}
+
 TEST_F(LiveWorkTest, AWriteAfterTheMarkIsReadByTheNextRefresh) {
   refresh();
   const auto mark = LiveWork::mark(*store_);
