@@ -34,6 +34,41 @@ Error type_error(const DecodeContext& ctx, std::string_view expected) {
   return errors::invalid(ctx.path(), "expected " + std::string(expected), "类型错误，应为 " + std::string(expected));
 }
 
+namespace detail {
+
+void append_json_string(std::string& out, std::string_view s) {
+  // As Boost.JSON's serializer: the two-character escapes where JSON has
+  // them, \u00xx (lower-case hex) for the other control characters, every
+  // other byte as it is.
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t plain = 0;  // start of the run of bytes copied as they are
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + plain, i - plain);
+    plain = i + 1;
+    out += '\\';
+    switch (c) {
+      case '"': out += '"'; break;
+      case '\\': out += '\\'; break;
+      case '\b': out += 'b'; break;
+      case '\f': out += 'f'; break;
+      case '\n': out += 'n'; break;
+      case '\r': out += 'r'; break;
+      case '\t': out += 't'; break;
+      default:
+        out += "u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xf];
+    }
+  }
+  out.append(s.data() + plain, s.size() - plain);
+  out += '"';
+}
+
+}  // namespace detail
+
 Result<json::value> parse_json(std::string_view text, std::size_t max_depth, json::storage_ptr storage) {
   json::parse_options opts;
   opts.max_depth = max_depth;

@@ -20,7 +20,7 @@ namespace cp {
 
 template <class T>
 std::string encode_row(const T& value) {
-  return dump(to_json(value));
+  return to_json_text(value);
 }
 
 template <class T>

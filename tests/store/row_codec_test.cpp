@@ -2,8 +2,11 @@
 // an older version, without the fields added since, still reads.
 #include <gtest/gtest.h>
 
+#include "model/approval.h"
+#include "model/monitoring.h"
 #include "model/types.h"
 #include "store/row_codec.h"
+#include "store_conformance.h"
 
 namespace cp {
 namespace {
@@ -41,6 +44,72 @@ TEST(RowCodec, StepFallbacksRoundTrip) {
   EXPECT_EQ(back->step.fallbacks[0].resources, t.step.fallbacks[0].resources);
   EXPECT_EQ(back->step.fallbacks[1].after_s, 1800);
   EXPECT_EQ(back->step.fallbacks[1].resources, t.step.fallbacks[1].resources);
+}
+
+// Every byte value, the two-character escapes and the \u00xx ones among them.
+std::string every_byte() {
+  std::string s;
+  for (int c = 0; c < 256; ++c) s += static_cast<char>(c);
+  return s + "\xe4\xb8\xad\xe6\x96\x87";  // and some UTF-8
+}
+
+template <class T>
+void expect_written_as_the_tree(const T& value) {
+  EXPECT_EQ(encode_row(value), dump(to_json(value)));
+}
+
+TEST(RowCodec, RowsAreWrittenByteForByteAsTheirJsonTree) {
+  // encode_row writes the text straight from the struct (to_json_text); it
+  // must be exactly what serializing to_json's tree gives, for every kind of
+  // member: strings of every byte, enums, optionals set and unset, lists,
+  // maps, nested structs, JSON values, doubles, types with their own format.
+  using testing::make_attempt;
+  using testing::make_task;
+  Task t = make_task("t-1", 1000);
+  t.name = every_byte();
+  t.exit_code = -3;
+  t.cancel_requested = true;
+  t.step.env = {{"A", "1"}, {"Z\n", every_byte()}};
+  t.step.fallbacks = {StepShape{600, Resources::parse_or_die("cpu:8,gpu/nvidia-l40s:2")}};
+  t.reasons = {PendingReason{"quota_exceeded", "short \"quoted\"", "不足", {}}};
+  t.reasons[0].details["used"] = 3;
+  t.reasons[0].details["why"] = every_byte();
+  t.reasons[0].details["share"] = 0.125;
+  expect_written_as_the_tree(t);
+  Task bare;
+  expect_written_as_the_tree(bare);
+
+  Attempt a = make_attempt("t-1", 2, "c-east", AttemptState::Stopping);
+  a.placements = {{0, "n1", {0, 1}}, {1, "n2", {}}};
+  a.resources = Resources::parse_or_die("cpu:2,memory:4Gi,gpu/nvidia-a100-80gb:2");
+  expect_written_as_the_tree(a);
+
+  Event e = testing::make_event("task", "t-1", 1000, "task.state");
+  e.data["nested"] = json::object{{"list", json::array{1, "two", nullptr, true, 2.5}}, {"big", -9007199254740993}};
+  expect_written_as_the_tree(e);
+
+  AuditEntry audit;
+  audit.id = "audit-1";
+  audit.request = json::parse(R"({"apiVersion":"cubeplane/v1","spec":{"x":[1,2.0,1e300,-0.0]}})");
+  audit.after = json::value(every_byte());
+  audit.error = every_byte();
+  expect_written_as_the_tree(audit);
+
+  Alert alert;
+  alert.value = 99.5;
+  alert.labels = {{"cluster", "c-east"}};
+  expect_written_as_the_tree(alert);
+  alert.value = 1.0 / 3.0;
+  expect_written_as_the_tree(alert);
+
+  expect_written_as_the_tree(testing::make_cluster("c-east"));
+  expect_written_as_the_tree(testing::make_node("c-east", "n1"));
+  expect_written_as_the_tree(testing::make_resource_group("rg-a"));
+  expect_written_as_the_tree(testing::make_project_group("pg-a"));
+  expect_written_as_the_tree(testing::make_priority_class("urgent", 1000));
+  expect_written_as_the_tree(testing::make_pipeline("p-1", "pg-a"));
+  expect_written_as_the_tree(Approval{});
+  expect_written_as_the_tree(Labels{{"a", "b"}, {every_byte(), ""}});
 }
 
 }  // namespace
