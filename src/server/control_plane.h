@@ -233,6 +233,10 @@ class ControlPlane {
   // Cycles whose kept scheduler state differed from the live work
   // (ServerConfig::verify_warm_scheduler); 0 is the only right answer.
   std::int64_t warm_check_failures() const { return warm_check_failures_.load(); }
+  // Task rows the scheduling cycles' applies read from the store so far
+  // (placed tasks, waiting tasks whose reasons changed, preemptors); the
+  // rest come from the live work (for the tests and the debug log).
+  std::int64_t apply_task_reads() const { return apply_task_reads_.load(); }
   // Marks silent clusters offline and their attempts Lost; expires credentials.
   Status check_liveness();
   // One retention pass (see ServerConfig); what it removed. `more` when a
@@ -338,6 +342,7 @@ class ControlPlane {
   SchedulerNodes scheduler_nodes_;  // under schedule_mu_
   WarmSchedule warm_schedule_;      // under schedule_mu_
   std::atomic<std::int64_t> warm_check_failures_{0};
+  std::atomic<std::int64_t> apply_task_reads_{0};
 };
 
 }  // namespace cp

@@ -292,6 +292,7 @@ Status ControlPlane::schedule_once() {
           placed.emplace(pl.task_id, *t);
         }
       }
+      apply_task_reads_.fetch_add(static_cast<std::int64_t>(ids.size()));
       CP_ASSIGN(auto tasks, tx.get_tasks(ids));
       for (auto& task : tasks) {
         std::string id = task.id;
@@ -331,6 +332,7 @@ Status ControlPlane::schedule_once() {
     for (const auto& p : plan.preemptions) {
       auto w = preemptor_waits.find(p.preemptor);
       if (w == preemptor_waits.end()) {
+        apply_task_reads_.fetch_add(1);
         CP_ASSIGN(auto pt, tx.get_task(p.preemptor));
         bool waits = pt && pt->state == TaskState::Queued && !pt->cancel_requested;
         w = preemptor_waits.emplace(p.preemptor, waits).first;
@@ -382,6 +384,7 @@ Status ControlPlane::schedule_once() {
       if (live_is_stored && !written_here) {
         if (live != nullptr) t = *live;
       } else {
+        apply_task_reads_.fetch_add(1);
         CP_ASSIGN(t, tx.get_task(pending.task_id));
       }
       if (!t || t->state != TaskState::Queued || same_reasons(t->reasons, pending.reasons)) continue;

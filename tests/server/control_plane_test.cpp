@@ -58,9 +58,9 @@ TEST_F(ControlPlaneTest, OverQuotaTaskStaysQueuedWithTheQuotaReason) {
 }
 
 TEST_F(ControlPlaneTest, AWaitingTaskIsWrittenOnlyWhenItsReasonsChange) {
-  // Every cycle explains every waiting task; the store is written only when
-  // the explanation differs from the one kept (a long queue would otherwise
-  // cost a read, and a write, per waiting task per cycle).
+  // Every cycle explains every waiting task; the store is read and written
+  // only when the explanation differs from the one kept (a long queue would
+  // otherwise cost a read per waiting task per cycle).
   auto [agent, cred] = connect("c1");
   sync(agent, {});
   auto first = submit(alice_, pipeline_yaml("pa", 3));
@@ -73,12 +73,14 @@ TEST_F(ControlPlaneTest, AWaitingTaskIsWrittenOnlyWhenItsReasonsChange) {
   ASSERT_FALSE(explained.reasons.empty());
   EXPECT_EQ(explained.updated_at, clock_.now_ms());
   const Millis written_at = explained.updated_at;
+  const std::int64_t reads = cp_->apply_task_reads();
   for (int cycle = 0; cycle < 3; ++cycle) {
     clock_.advance_ms(1000);
     ASSERT_TRUE(cp_->schedule_once().ok());
   }
   const Task again = task(second[0]);
   EXPECT_EQ(again.updated_at, written_at);
+  EXPECT_EQ(cp_->apply_task_reads(), reads);  // the kept copy answered "unchanged"
   ASSERT_EQ(again.reasons.size(), explained.reasons.size());
   EXPECT_EQ(again.reasons[0].code, explained.reasons[0].code);
   EXPECT_EQ(again.reasons[0].message, explained.reasons[0].message);
