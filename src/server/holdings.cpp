@@ -13,12 +13,6 @@ namespace {
 // not turned into that many indices.
 constexpr std::int64_t kMaxGpuIndices = 4096;
 
-// Attempt::resources is per replica (see schedule_once and attempt_total),
-// one replica per placement.
-std::int64_t replicas_of(const Attempt& a) {
-  return static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
@@ -51,10 +45,7 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
   for (const auto& [group, used] : live.group_use()) h->quota_->add(group, used);
   for (auto& [cluster, nodes] : h->use_) {
     for (auto& [name, use] : nodes) {
-      if (const LiveWork::NodeUse* held = live.node_use(cluster, name)) {
-        use.used.add(held->used);
-        use.gpus_taken.insert(held->gpus.begin(), held->gpus.end());
-      }
+      if (const LiveWork::NodeUse* held = live.node_use(cluster, name)) use = *held;
     }
   }
   // An active attempt of a task in another state should not exist; still
@@ -68,20 +59,20 @@ Result<std::unique_ptr<Holdings>> Holdings::load(Tx& tx, const LiveWork& live,
       CP_ASSIGN(auto t, tx.get_task(a->task_id));
       g = group_of.emplace(a->task_id, t ? t->resource_group : std::string()).first;
     }
-    if (!g->second.empty()) h->quota_->add(g->second, a->resources, replicas_of(*a));
+    if (!g->second.empty()) h->quota_->add(g->second, a->resources, attempt_replicas(*a));
   }
   return h;
 }
 
 void Holdings::charge(const Attempt& a, const std::string& resource_group) {
-  if (!resource_group.empty()) quota_->add(resource_group, a.resources, replicas_of(a));
+  if (!resource_group.empty()) quota_->add(resource_group, a.resources, attempt_replicas(a));
   auto cluster = use_.find(a.cluster_id);
   if (cluster == use_.end()) return;  // no placement of the plan is on this cluster
   for (const auto& rp : a.placements) {
     auto use = cluster->second.find(rp.node);
     if (use == cluster->second.end()) continue;  // nor on this node
     use->second.used.add(a.resources);
-    use->second.gpus_taken.insert(rp.gpu_indices.begin(), rp.gpu_indices.end());
+    use->second.gpus.insert(rp.gpu_indices.begin(), rp.gpu_indices.end());
   }
 }
 
@@ -163,7 +154,7 @@ std::optional<std::string> Holdings::recheck_nodes(const sched::Placement& pl) c
     }
     for (int i : indices[name]) {
       if (!exists.contains(i)) return "GPU " + std::to_string(i) + " on " + name + " is gone";
-      if (use.gpus_taken.contains(i)) return "GPU " + std::to_string(i) + " on " + name + " was taken";
+      if (use.gpus.contains(i)) return "GPU " + std::to_string(i) + " on " + name + " was taken";
     }
   }
   return std::nullopt;

@@ -54,10 +54,8 @@ class Holdings {
  private:
   Holdings() = default;
 
-  struct NodeUse {
-    sched::Tally used;
-    std::set<int> gpus_taken;
-  };
+  // Resources and GPU indices in use on a node, as the live work keeps them.
+  using NodeUse = LiveWork::NodeUse;
   using NodeKey = std::pair<std::string, std::string>;  // (cluster, node)
 
   std::optional<std::string> recheck_pool(const Task& t, const sched::Placement& pl) const;

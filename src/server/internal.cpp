@@ -77,9 +77,11 @@ Status cancel_dependents(Tx& tx, const Task& failed, Millis now, const std::stri
   return {};
 }
 
-Resources attempt_total(const Attempt& a) {
-  return a.resources.times(static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size())));
+std::int64_t attempt_replicas(const Attempt& a) {
+  return static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
 }
+
+Resources attempt_total(const Attempt& a) { return a.resources.times(attempt_replicas(a)); }
 
 Result<std::map<std::string, Resources>> used_by_resource_group(Tx& tx) {
   CP_ASSIGN(auto holding, tx.tasks_in_states({TaskState::Dispatched, TaskState::Running, TaskState::Preempting}));
@@ -157,7 +159,7 @@ Event attempt_end_event(Millis now, const std::string& actor, const Task* task, 
     u["started_at"] = a.started_at;
     u["finished_at"] = a.finished_at;
     u["resources"] = to_json(a.resources);
-    u["replicas"] = static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
+    u["replicas"] = attempt_replicas(a);
     data["usage"] = std::move(u);
   }
   return make_event(now, actor, "attempt", a.id, "attempt.state", "", boost::describe::enum_to_string(a.state, "?"),

@@ -25,6 +25,9 @@ Status transition(Tx& tx, Task& task, TaskState to, Millis now, const std::strin
 // Cancels every live task of the pipeline that (transitively) depends on `failed`.
 Status cancel_dependents(Tx& tx, const Task& failed, Millis now, const std::string& actor);
 
+// The replicas of an attempt: one per placement (at least one).
+// Attempt::resources is per replica.
+std::int64_t attempt_replicas(const Attempt& a);
 // Resources held by an attempt (per replica x replicas).
 Resources attempt_total(const Attempt& a);
 // What the live attempts hold, by the resource group of their task.

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "server/internal.h"
+
 namespace cp {
 
 namespace {
@@ -111,9 +113,7 @@ void LiveWork::erase(const std::string& id) {
 }
 
 void LiveWork::charge(Sums& sums, const Attempt& a, const std::string& group, std::int64_t sign) {
-  // Attempt::resources is per replica, one replica per placement (holdings.cpp).
-  const auto replicas = static_cast<std::int64_t>(std::max<std::size_t>(1, a.placements.size()));
-  if (!group.empty()) sums.groups[group].add(a.resources, sign * replicas);
+  if (!group.empty()) sums.groups[group].add(a.resources, sign * internal::attempt_replicas(a));
   if (a.placements.empty()) return;
   auto& nodes = sums.nodes[a.cluster_id];
   for (const auto& rp : a.placements) {

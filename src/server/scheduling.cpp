@@ -280,7 +280,7 @@ Status ControlPlane::schedule_once() {
     // them as stored, decoded: only those this transaction wrote itself are
     // read, and a task that is not live is no longer queued. Elsewhere all
     // are read, in one statement.
-    const bool live_is_stored = plan.placements.empty() ? false : tx.journal_is_current();
+    const bool live_is_stored = !plan.placements.empty() && tx.journal_is_current();
     std::unordered_map<std::string, Task> placed;
     {
       std::vector<std::string> ids;
