@@ -635,9 +635,6 @@ bool holds_something(const NodeLoad& l) {
          !l.held.other.amounts().empty();
 }
 
-// The first entry of `order` with `first` at least `need` that `skip` keeps
-// and `fits` takes: walking up (binpack), or down (spread: the most free,
-// and of equal ones the lowest node index, as the score ranks them).
 // The first entry of `order` with `first` at least `need`.
 std::vector<FreeOrder::Entry>::const_iterator first_with(const std::vector<FreeOrder::Entry>& order, Wide need) {
   return std::lower_bound(order.begin(), order.end(), need,
@@ -651,6 +648,9 @@ Wide need_in_order(const Request& request) {
   return request.cpu > 0 ? static_cast<Wide>(request.cpu) : std::numeric_limits<std::int64_t>::min();
 }
 
+// The first entry of `order` with `first` at least `need` that `skip` keeps
+// and `fits` takes: walking up (binpack), or down (spread: the most free,
+// and of equal ones the lowest node index, as the score ranks them).
 template <class Skip, class Fits>
 std::optional<std::size_t> walk(const std::vector<FreeOrder::Entry>& order, Wide need, bool spread, Skip skip,
                                 Fits fits) {
@@ -749,11 +749,11 @@ CycleState::Best CycleState::best_single(const LoadView& loads, const std::vecto
   // with GPU work of no other project, and the first of all.
   std::vector<std::size_t> candidates;
   std::vector<std::size_t> ranks;
+  const Wide need = need_in_order(request);
   for (const auto& id : clusters) {
     auto r = cluster_rank_.find(id);
     if (r == cluster_rank_.end()) continue;
     ranks.push_back(r->second);
-    const Wide need = need_in_order(request);
     if (gpu) {
       auto other_project = [&](const FreeOrder::Entry& e) {
         return skip(e) || (e.holder != kNoProject && e.holder != project);
