@@ -26,12 +26,41 @@ QuotaBook::QuotaBook(const std::vector<ResourceGroup>& groups) {
     Account& a = account_for(g.name);
     a.group = &g;
     for (const auto& [resource, q] : g.quota) {
-      a.limits.push_back({resource, q.guaranteed, std::max(q.guaranteed, q.max.value_or(0))});
+      auto id = static_cast<std::size_t>(resource_id(resource));
+      if (a.limits.size() <= id) a.limits.resize(id + 1);
+      a.limits[id] = {true, q.guaranteed, std::max(q.guaranteed, q.max.value_or(0))};
     }
     if (!g.cohort.empty()) cohorts_[g.cohort].push_back(&a);
   }
   for (Account& a : accounts_) {
     if (a.group != nullptr && !a.group->cohort.empty()) a.cohort = &cohorts_.find(a.group->cohort)->second;
+  }
+}
+
+QuotaBook::Resource QuotaBook::find_resource(std::string_view name) const {
+  auto it = resource_ids_.find(name);
+  return {it == resource_ids_.end() ? -1 : it->second, name};
+}
+
+int QuotaBook::resource_id(std::string_view name) {
+  auto it = resource_ids_.find(name);
+  if (it != resource_ids_.end()) return it->second;
+  const auto id = static_cast<int>(resource_names_.size());
+  const std::string& kept = resource_names_.emplace_back(name);
+  resource_ids_.emplace(kept, id);
+  open_by_default_.push_back(kept == kCpu || kept == kMemory ? 1 : 0);
+  return id;
+}
+
+Wide& QuotaBook::slot(std::vector<Wide>& v, int id) {
+  auto i = static_cast<std::size_t>(id);
+  if (v.size() <= i) v.resize(i + 1, 0);
+  return v[i];
+}
+
+void QuotaBook::charge(std::vector<Wide>& v, const Resources& per_replica, std::int64_t times) {
+  for (const auto& [name, amount] : per_replica.amounts()) {
+    slot(v, resource_id(name)) += static_cast<Wide>(amount) * times;
   }
 }
 
@@ -49,23 +78,22 @@ QuotaBook::Account& QuotaBook::account_for(std::string_view group) {
   return a;
 }
 
-std::optional<std::int64_t> QuotaBook::limit_of(const Account* a, const ResourceGroup& group,
-                                                std::string_view resource) {
-  if (a == nullptr || a->group != &group) return quota_limit(group, resource);
-  for (const Limit& l : a->limits) {
-    if (l.resource == resource) return l.guaranteed;
-  }
-  if (resource == kCpu || resource == kMemory) return std::nullopt;
+std::optional<std::int64_t> QuotaBook::limit_of(const Account* a, const ResourceGroup& group, Resource r) const {
+  if (a == nullptr || a->group != &group) return quota_limit(group, r.name);
+  // Every name of a group's quota has an id: one without is not named.
+  if (r.id < 0) return r.name == kCpu || r.name == kMemory ? std::nullopt : std::optional<std::int64_t>(0);
+  auto i = static_cast<std::size_t>(r.id);
+  if (i < a->limits.size() && a->limits[i].named) return a->limits[i].guaranteed;
+  if (open_by_default_[i]) return std::nullopt;
   return 0;
 }
 
-std::optional<std::int64_t> QuotaBook::ceiling_of(const Account* a, const ResourceGroup& group,
-                                                  std::string_view resource) {
-  if (a == nullptr || a->group != &group) return quota_ceiling(group, resource);
-  for (const Limit& l : a->limits) {
-    if (l.resource == resource) return l.ceiling;
-  }
-  if (resource == kCpu || resource == kMemory) return std::nullopt;
+std::optional<std::int64_t> QuotaBook::ceiling_of(const Account* a, const ResourceGroup& group, Resource r) const {
+  if (a == nullptr || a->group != &group) return quota_ceiling(group, r.name);
+  if (r.id < 0) return r.name == kCpu || r.name == kMemory ? std::nullopt : std::optional<std::int64_t>(0);
+  auto i = static_cast<std::size_t>(r.id);
+  if (i < a->limits.size() && a->limits[i].named) return a->limits[i].ceiling;
+  if (open_by_default_[i]) return std::nullopt;
   return 0;
 }
 
@@ -85,6 +113,7 @@ QuotaBook::Account& QuotaBook::changing(std::string_view group) {
 
 void QuotaBook::begin_undo() {
   ++undo_epoch_;
+  worded_.clear();
   recording_ = true;
   saved_.clear();
   accounts_before_ = accounts_.size();
@@ -119,7 +148,7 @@ void QuotaBook::undo() {
 
 void QuotaBook::remove_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas) {
   Account& a = changing(group);
-  a.used.add(per_replica, -replicas);
+  charge(a.used, per_replica, -replicas);
   auto it = std::find_if(a.holdings.begin(), a.holdings.end(),
                          [&](const Holding& h) { return h.per_replica == &per_replica && h.replicas == replicas; });
   if (it != a.holdings.end()) {
@@ -132,34 +161,37 @@ void QuotaBook::remove_kept(std::string_view group, const Resources& per_replica
 void QuotaBook::add(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                     std::string_view holder) {
   if (holder.empty()) {
-    changing(group).used.add(per_replica, replicas);
+    charge(changing(group).used, per_replica, replicas);
     return;
   }
   kept_.push_back(per_replica);
   add_kept(group, kept_.back(), replicas, holder);
 }
 
-void QuotaBook::add(std::string_view group, const Tally& used) { changing(group).used.add(used); }
+void QuotaBook::add(std::string_view group, const Tally& used) {
+  Account& a = changing(group);
+  for (const auto& [name, amount] : used.amounts()) slot(a.used, resource_id(name)) += amount;
+}
 
 void QuotaBook::add_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                          std::string_view holder) {
   Account& a = changing(group);
-  a.used.add(per_replica, replicas);
+  charge(a.used, per_replica, replicas);
   if (holder.empty()) return;
   a.holdings.push_back({holder, &per_replica, replicas});
 }
 
 void QuotaBook::hold(std::string_view group, const Resources& per_replica, std::int64_t replicas) {
   Account& a = changing(group);
-  a.held.add(per_replica, replicas);
+  charge(a.held, per_replica, replicas);
   a.has_held = true;
   has_holds_ = true;
 }
 
-Wide QuotaBook::in_use(const Account* a, std::string_view resource, bool count_held) {
+Wide QuotaBook::in_use(const Account* a, Resource r, bool count_held) {
   if (a == nullptr) return 0;
-  Wide n = a->used.get(resource);
-  if (count_held && a->has_held) n += a->held.get(resource);
+  Wide n = at(a->used, r.id);
+  if (count_held && a->has_held) n += at(a->held, r.id);
   return n;
 }
 
@@ -186,20 +218,15 @@ std::vector<std::pair<std::string, std::int64_t>> QuotaBook::top_holders(const A
   return out;
 }
 
-const Tally& QuotaBook::used(std::string_view group) const {
-  const Account* a = account(group);
-  return a == nullptr ? empty_ : a->used;
-}
-
 Wide QuotaBook::borrowed(std::string_view name, std::string_view resource) const {
-  return borrowed(account(name), resource);
+  return borrowed(account(name), find_resource(resource));
 }
 
-Wide QuotaBook::borrowed(const Account* a, std::string_view resource) const {
+Wide QuotaBook::borrowed(const Account* a, Resource r) const {
   if (a == nullptr || a->group == nullptr) return 0;
-  auto limit = limit_of(a, *a->group, resource);
+  auto limit = limit_of(a, *a->group, r);
   if (!limit) return 0;
-  Wide over = a->used.get(resource) - *limit;
+  Wide over = at(a->used, r.id) - *limit;
   return over > 0 ? over : 0;
 }
 
@@ -209,14 +236,15 @@ std::vector<std::string> QuotaBook::would_borrow(std::string_view name, const Re
   const Account* a = account(name);
   if (a == nullptr || a->group == nullptr) return out;
   for (const auto& [resource, amount] : per_replica.amounts()) {
-    auto limit = limit_of(a, *a->group, resource);
-    if (limit && a->used.get(resource) + static_cast<Wide>(amount) * replicas > *limit) out.push_back(resource);
+    const Resource r = find_resource(resource);
+    auto limit = limit_of(a, *a->group, r);
+    if (limit && at(a->used, r.id) + static_cast<Wide>(amount) * replicas > *limit) out.push_back(resource);
   }
   return out;
 }
 
-QuotaBook::CohortSums QuotaBook::cohort_sums(const Account* a, const ResourceGroup& group,
-                                             std::string_view resource, bool count_held) const {
+QuotaBook::CohortSums QuotaBook::cohort_sums(const Account* a, const ResourceGroup& group, Resource r,
+                                             bool count_held) const {
   CohortSums sums;
   if (group.cohort.empty()) return sums;
   const std::vector<Account*>* members = nullptr;
@@ -227,10 +255,10 @@ QuotaBook::CohortSums QuotaBook::cohort_sums(const Account* a, const ResourceGro
   }
   if (members == nullptr) return sums;
   for (const Account* m : *members) {
-    auto limit = limit_of(m, *m->group, resource);
+    auto limit = limit_of(m, *m->group, r);
     if (!limit) continue;  // a member that does not limit it neither lends nor counts
     sums.guaranteed += *limit;
-    sums.used += in_use(m, resource, count_held);
+    sums.used += in_use(m, r, count_held);
   }
   return sums;
 }
@@ -240,7 +268,8 @@ bool QuotaBook::could_ever_fit(const ResourceGroup& group, const Resources& per_
   const Account* a = account(group.name);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny) continue;
-    auto limit = may_borrow ? ceiling_of(a, group, resource) : limit_of(a, group, resource);
+    const Resource r = find_resource(resource);
+    auto limit = may_borrow ? ceiling_of(a, group, r) : limit_of(a, group, r);
     if (limit && static_cast<Wide>(amount) * replicas > *limit) return false;
   }
   return true;
@@ -251,30 +280,32 @@ bool QuotaBook::fits(const ResourceGroup& group, const Resources& per_replica, i
   const Account* a = account(group.name);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny || amount == 0) continue;
-    auto guaranteed = limit_of(a, group, resource);
+    const Resource r = find_resource(resource);
+    auto guaranteed = limit_of(a, group, r);
     if (!guaranteed) continue;
     Wide requested = static_cast<Wide>(amount) * replicas;
-    Wide mine = in_use(a, resource, count_held);
+    Wide mine = in_use(a, r, count_held);
     if (mine + requested <= *guaranteed) continue;
     if (!may_borrow || group.cohort.empty()) return false;
-    auto ceiling = ceiling_of(a, group, resource);
+    auto ceiling = ceiling_of(a, group, r);
     if (!ceiling || mine + requested > *ceiling) return false;
-    CohortSums sums = cohort_sums(a, group, resource, count_held);
+    CohortSums sums = cohort_sums(a, group, r, count_held);
     if (requested > sums.guaranteed - sums.used) return false;
   }
   return true;
 }
 
-std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Resources& per_replica, int replicas,
-                                            bool may_borrow, bool count_held) const {
-  std::vector<PendingReason> out;
+template <class F>
+void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
+                             bool count_held, F&& refused) const {
   const Account* a = account(group.name);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny || amount == 0) continue;
-    auto guaranteed = limit_of(a, group, resource);
+    const Resource r = find_resource(resource);
+    auto guaranteed = limit_of(a, group, r);
     if (!guaranteed) continue;
     Wide requested = static_cast<Wide>(amount) * replicas;
-    Wide in_use = QuotaBook::in_use(a, resource, count_held);
+    Wide in_use = QuotaBook::in_use(a, r, count_held);
     if (in_use + requested <= *guaranteed) continue;
 
     reasons::QuotaFigures f;
@@ -285,10 +316,10 @@ std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Re
     f.guaranteed = *guaranteed;
     f.limit = *guaranteed;
     f.holders = top_holders(a, resource);
-    auto ceiling = ceiling_of(a, group, resource);
+    auto ceiling = ceiling_of(a, group, r);
     bool cohort = !group.cohort.empty() && ceiling && *ceiling > *guaranteed;
     if (cohort) {
-      CohortSums sums = cohort_sums(a, group, resource, count_held);
+      CohortSums sums = cohort_sums(a, group, r, count_held);
       Wide idle = sums.guaranteed - sums.used;  // what the cohort leaves unused, all members together
       f.cohort = group.cohort;
       f.ceiling = *ceiling;
@@ -303,15 +334,70 @@ std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Re
       if (members != cohorts_.end()) {
         for (const Account* m : members->second) {
           if (m->name == group.name) continue;
-          Wide over = borrowed(m, resource);
+          Wide over = borrowed(m, r);
           if (over > 0) f.borrowers.emplace_back(m->name, narrow(over));
         }
       }
       std::stable_sort(f.borrowers.begin(), f.borrowers.end(),
                        [](const auto& x, const auto& y) { return x.second > y.second; });
     }
-    out.push_back(reasons::quota(f));
+    refused(f);
   }
+}
+
+std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Resources& per_replica, int replicas,
+                                            bool may_borrow, bool count_held) const {
+  std::vector<PendingReason> out;
+  each_refusal(group, per_replica, replicas, may_borrow, count_held,
+               [&](const reasons::QuotaFigures& f) { out.push_back(reasons::quota(f)); });
+  return out;
+}
+
+namespace {
+
+template <class Int>
+void append_raw(std::string& k, Int v) {
+  k.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// Each string with its length first, so that the key reads back one way only.
+void append_text(std::string& k, std::string_view text) {
+  append_raw(k, text.size());
+  k.append(text);
+}
+
+void append_pairs(std::string& k, const std::vector<std::pair<std::string, std::int64_t>>& items) {
+  append_raw(k, items.size());
+  for (const auto& [name, amount] : items) {
+    append_text(k, name);
+    append_raw(k, amount);
+  }
+}
+
+// Every figure reasons::quota reads.
+std::string figures_key(const reasons::QuotaFigures& f) {
+  std::string k;
+  k.reserve(128);
+  append_text(k, f.resource_group);
+  append_text(k, f.resource);
+  for (std::int64_t v : {f.used, f.requested, f.guaranteed, f.limit, f.ceiling, f.cohort_idle}) append_raw(k, v);
+  append_pairs(k, f.holders);
+  append_text(k, f.cohort);
+  k += f.may_borrow ? 'b' : '-';
+  append_pairs(k, f.borrowers);
+  return k;
+}
+
+}  // namespace
+
+std::vector<Reasons::Shared> QuotaBook::refusals(const ResourceGroup& group, const Resources& per_replica,
+                                                 int replicas, bool may_borrow, bool count_held) const {
+  std::vector<Reasons::Shared> out;
+  each_refusal(group, per_replica, replicas, may_borrow, count_held, [&](const reasons::QuotaFigures& f) {
+    auto [it, added] = worded_.try_emplace(figures_key(f));
+    if (added) it->second = Reasons::make(reasons::quota(f));
+    out.push_back(it->second);
+  });
   return out;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/types.h"
+#include "sched/scheduler.h"
 #include "sched/tally.h"
 
 namespace cp::sched {
@@ -60,7 +61,6 @@ class QuotaBook {
   void remove_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas);
   // Charges amounts already summed over many works (no holder).
   void add(std::string_view group, const Tally& used);
-  const Tally& used(std::string_view group) const;
   // Quota held for a blocked task of the group (a reservation): counted by
   // check() unless told otherwise, never by used().
   void hold(std::string_view group, const Resources& per_replica, std::int64_t replicas);
@@ -84,6 +84,13 @@ class QuotaBook {
   // "gpu/any" is skipped: it is checked once the type is known.
   std::vector<PendingReason> check(const ResourceGroup& group, const Resources& per_replica, int replicas,
                                    bool may_borrow, bool count_held = true) const;
+  // The same reasons, shared: a refusal is a function of its figures alone
+  // (reasons::quota), so refusals with the same figures (group, resource,
+  // amounts, top holders, cohort and borrowers) share one reason, worded
+  // once until the next begin_undo(). A big queue asks this tens of
+  // thousands of times a cycle, for about half as many distinct figures.
+  std::vector<Reasons::Shared> refusals(const ResourceGroup& group, const Resources& per_replica, int replicas,
+                                        bool may_borrow, bool count_held = true) const;
   // check(...).empty(), without building the reasons.
   bool fits(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
             bool count_held = true) const;
@@ -100,9 +107,25 @@ class QuotaBook {
     const Resources* per_replica;
     std::int64_t replicas;
   };
-  // A resource the group's quota names, its figures read once.
+  // Resources as small ids, given on first sight (the groups' quotas, then
+  // what is charged): an account's use, holds and limits are arrays by id,
+  // so the questions asked for every task (fits, the cohort's sums over its
+  // members) compare no names.
+  struct Resource {
+    int id = -1;  // -1: neither named by a quota nor charged
+    std::string_view name;
+  };
+  Resource find_resource(std::string_view name) const;
+  int resource_id(std::string_view name);
+  // The amount by id, 0 past the end; the slot, grown to reach the id.
+  static Wide at(const std::vector<Wide>& v, int id) {
+    return id >= 0 && static_cast<std::size_t>(id) < v.size() ? v[static_cast<std::size_t>(id)] : 0;
+  }
+  static Wide& slot(std::vector<Wide>& v, int id);
+  void charge(std::vector<Wide>& v, const Resources& per_replica, std::int64_t times);
+  // A resource the group's quota names (named false: it does not), its figures read once.
   struct Limit {
-    std::string_view resource;
+    bool named = false;
     std::int64_t guaranteed = 0;
     std::int64_t ceiling = 0;  // max(guaranteed, max)
   };
@@ -112,9 +135,9 @@ class QuotaBook {
   struct Account {
     std::string name;
     const ResourceGroup* group = nullptr;  // nullptr: charged, but not a known group
-    std::vector<Limit> limits;             // as group->quota names them
-    Tally used;
-    Tally held;
+    std::vector<Limit> limits;             // by resource id, as group->quota names them
+    std::vector<Wide> used;                // by resource id
+    std::vector<Wide> held;
     bool has_held = false;
     std::vector<Holding> holdings;
     // Per holder, what its holdings add up to, for top_holders(): summed on
@@ -127,8 +150,8 @@ class QuotaBook {
   };
   struct Saved {
     Account* account;
-    Tally used;
-    Tally held;
+    std::vector<Wide> used;
+    std::vector<Wide> held;
     bool has_held;
     std::size_t holdings;
   };
@@ -142,15 +165,22 @@ class QuotaBook {
   // Account for a change: saved first when an undo is open.
   Account& changing(std::string_view group);
   // quota_limit/quota_ceiling from the account's copy, when it is that group's.
-  static std::optional<std::int64_t> limit_of(const Account* a, const ResourceGroup& group, std::string_view resource);
-  static std::optional<std::int64_t> ceiling_of(const Account* a, const ResourceGroup& group,
-                                                std::string_view resource);
-  CohortSums cohort_sums(const Account* a, const ResourceGroup& group, std::string_view resource,
-                         bool count_held) const;
-  static Wide in_use(const Account* a, std::string_view resource, bool count_held);
-  Wide borrowed(const Account* a, std::string_view resource) const;
+  std::optional<std::int64_t> limit_of(const Account* a, const ResourceGroup& group, Resource r) const;
+  std::optional<std::int64_t> ceiling_of(const Account* a, const ResourceGroup& group, Resource r) const;
+  CohortSums cohort_sums(const Account* a, const ResourceGroup& group, Resource r, bool count_held) const;
+  static Wide in_use(const Account* a, Resource r, bool count_held);
+  Wide borrowed(const Account* a, Resource r) const;
   std::vector<std::pair<std::string, std::int64_t>> top_holders(const Account* a, std::string_view resource) const;
+  // Calls `refused` with the figures of each resource check() refuses.
+  template <class F>
+  void each_refusal(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
+                    bool count_held, F&& refused) const;
+  // Reasons worded by refusals(), by their figures (a byte key); dropped by begin_undo().
+  mutable std::unordered_map<std::string, Reasons::Shared> worded_;
 
+  std::deque<std::string> resource_names_;                // by id
+  std::unordered_map<std::string_view, int> resource_ids_;  // views of resource_names_
+  std::vector<char> open_by_default_;  // by id: cpu and memory, not limited unless named
   std::deque<Account> accounts_;  // stable addresses: the index and cohorts point into it
   std::unordered_map<std::string_view, Account*> by_name_;  // views of Account::name
   std::map<std::string, std::vector<Account*>, std::less<>> cohorts_;
@@ -163,7 +193,6 @@ class QuotaBook {
   std::size_t accounts_before_ = 0;
   std::size_t kept_before_ = 0;
   bool has_holds_before_ = false;
-  Tally empty_;
 };
 
 }  // namespace cp::sched

@@ -14,7 +14,11 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   std::optional<Resources> without_any;
   const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica;
   if (!state.quota().fits(group, typed, request.replicas, c.may_borrow, count_held)) {
-    if (explain) out.reasons = state.quota().check(group, typed, request.replicas, c.may_borrow, count_held);
+    if (explain) {
+      for (auto& r : state.quota().refusals(group, typed, request.replicas, c.may_borrow, count_held)) {
+        out.reasons.add(std::move(r));
+      }
+    }
     out.blocked = Blocked::kQuota;
     return out;
   }
@@ -61,7 +65,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   }
   if (explain) {
     NodeFeasibility counted = feasible_nodes(state, loads, usable, group, request, true);
-    out.reasons.push_back(reasons::no_node(counted.counts, request, group, usable));
+    out.reasons.add(reasons::no_node(counted.counts, request, group, usable));
   }
   out.blocked = Blocked::kCapacity;
   return out;
@@ -76,7 +80,7 @@ Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext
       first = std::move(f);
       continue;
     }
-    for (auto& r : f.reasons) first.reasons.push_back(reasons::for_shape(std::move(r), c.shapes[i].shape));
+    for (const PendingReason& r : f.reasons) first.reasons.add(reasons::for_shape(r, c.shapes[i].shape));
   }
   return first;
 }

@@ -31,7 +31,7 @@ enum class Blocked { kNo, kQuota, kCapacity };
 
 struct Fit {
   std::optional<Placement> placement;
-  std::vector<PendingReason> reasons;
+  Reasons reasons;
   Blocked blocked = Blocked::kNo;  // of the primary shape
   // Quota admitted it, and no node of the clusters looked at could take even
   // one replica (fit_shape only).

@@ -11,6 +11,20 @@
 
 namespace cp::sched {
 
+// std::popcount, inline. Built for the x86-64 baseline (no POPCNT
+// instruction), std::popcount is a call into libgcc; free_gpus counts bits
+// for every node a fit asks about (two million times in a big cycle).
+inline int bit_count(std::uint64_t x) {
+#if defined(__POPCNT__) || !defined(__x86_64__)
+  return std::popcount(x);
+#else
+  x -= (x >> 1) & 0x5555555555555555ULL;
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  return static_cast<int>((x * 0x0101010101010101ULL) >> 56);
+#endif
+}
+
 class GpuIndexSet {
  public:
   bool contains(int index) const;
@@ -23,7 +37,7 @@ class GpuIndexSet {
   std::size_t count_below(int n) const {
     // 0..n-1 within the first word: nothing else can be among them.
     if (n > 0 && n <= 64) {
-      return static_cast<std::size_t>(std::popcount(n == 64 ? low_ : low_ & ((std::uint64_t{1} << n) - 1)));
+      return static_cast<std::size_t>(bit_count(n == 64 ? low_ : low_ & ((std::uint64_t{1} << n) - 1)));
     }
     return count_below_any(n);
   }

@@ -163,7 +163,7 @@ class Cycle {
         plan_.placements.push_back(std::move(*fit.placement));
         return;
       }
-      known = failed_.emplace(std::move(key), Failed{Reasons(std::move(fit.reasons)), fit.blocked}).first;
+      known = failed_.emplace(std::move(key), Failed{std::move(fit.reasons), fit.blocked}).first;
     }
     Failed& f = known->second;
     Reasons why = f.reasons;

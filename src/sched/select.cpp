@@ -170,10 +170,10 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
         refused_types.push_back(attempt.gpu_type);
         if (!options.explain) continue;
         auto refused =
-            state.quota().check(group, per_replica, request.replicas, options.may_borrow, options.count_held);
+            state.quota().refusals(group, per_replica, request.replicas, options.may_borrow, options.count_held);
         for (auto& r : refused) {
-          if (quota_reported.insert(r.details["resource"].as_string().c_str()).second) {
-            out.quota.push_back(std::move(r));
+          if (quota_reported.insert(r->details.at("resource").as_string().c_str()).second) {
+            out.quota.add(std::move(r));
           }
         }
         continue;

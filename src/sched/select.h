@@ -17,7 +17,7 @@ struct Selection {
   std::optional<Placement> placement;
   // For "gpu/any": GPU types that had room in some cluster but not in the
   // group's quota (one reason per type). Empty otherwise.
-  std::vector<PendingReason> quota;
+  Reasons quota;
   bool quota_refused = false;  // some type was refused by quota (the reasons only when explaining)
 };
 

@@ -90,6 +90,73 @@ TEST_F(BorrowTest, QuotaReasonsSayWhoHoldsTheResource) {
   EXPECT_EQ(r.message_zh, "配额不足：rg-a 的 gpu/nvidia-a100-80gb 已用 8/8（proj-x 6，proj-y 2），本任务申请 1");
 }
 
+// refusals() words what check() words, and refusals with the same figures
+// share one reason until the next begin_undo().
+TEST_F(BorrowTest, SharedRefusalsAreCheckedReasonsWordedOnce) {
+  fleet.borrow("rg-a", std::string(kA100), "12", "shared");
+  fleet.borrow("rg-b", std::string(kA100), "8", "shared");
+  QuotaBook book(fleet.snapshot.resource_groups);
+  const ResourceGroup& a = fleet.snapshot.resource_groups[0];
+  ASSERT_EQ(a.name, "rg-a");
+  book.add("rg-a", Resources::parse_or_die("gpu/nvidia-a100-80gb:1"), 10, "proj-x");
+  book.add("rg-b", Resources::parse_or_die("gpu/nvidia-a100-80gb:1"), 4, "proj-y");
+  const Resources four = Resources::parse_or_die("gpu/nvidia-a100-80gb:4,cpu:8");
+  auto same = [](const std::vector<PendingReason>& checked, const std::vector<Reasons::Shared>& shared) {
+    ASSERT_EQ(checked.size(), shared.size());
+    for (std::size_t i = 0; i < checked.size(); ++i) {
+      EXPECT_EQ(checked[i].code, shared[i]->code);
+      EXPECT_EQ(checked[i].message, shared[i]->message);
+      EXPECT_EQ(checked[i].message_zh, shared[i]->message_zh);
+      EXPECT_EQ(checked[i].details, shared[i]->details);
+    }
+  };
+  for (bool may_borrow : {true, false}) {
+    auto first = book.refusals(a, four, 1, may_borrow);
+    ASSERT_EQ(first.size(), 1u);
+    same(book.check(a, four, 1, may_borrow), first);
+    // Asked again, the same figures: the same reason, not a new one.
+    EXPECT_EQ(book.refusals(a, four, 1, may_borrow).front(), first.front());
+  }
+  auto before = book.refusals(a, four, 1, true);
+  // One more GPU in use: other figures, another reason.
+  book.add("rg-a", Resources::parse_or_die("gpu/nvidia-a100-80gb:1"), 1, "proj-z");
+  auto after = book.refusals(a, four, 1, true);
+  EXPECT_NE(after.front(), before.front());
+  same(book.check(a, four, 1, true), after);
+  EXPECT_NE(after.front()->message, before.front()->message);
+  // A new cycle words again.
+  book.begin_undo();
+  auto fresh = book.refusals(a, four, 1, true);
+  EXPECT_NE(fresh.front(), after.front());
+  EXPECT_EQ(fresh.front()->message, after.front()->message);
+}
+
+// Resources by id: one no quota names and nobody charged, one charged but
+// named by no quota, cpu and memory unnamed.
+TEST(QuotaBookResources, UnnamedResourcesKeepTheirDefaultLimits) {
+  std::vector<ResourceGroup> groups(1);
+  groups[0].name = "rg";
+  groups[0].quota[std::string(kA100)] = QuotaEntry{4, std::nullopt};
+  QuotaBook book(groups);
+  const ResourceGroup& g = groups[0];
+  // cpu and memory are not limited unless named, whatever is in use.
+  book.add("rg", Resources::parse_or_die("cpu:1000,memory:1Ti"), 3);
+  EXPECT_TRUE(book.fits(g, Resources::parse_or_die("cpu:5000,memory:100Ti"), 1, true));
+  // A GPU type no quota names: limit 0, charged or not.
+  EXPECT_FALSE(book.fits(g, Resources::parse_or_die("gpu/nvidia-l40s:1"), 1, true));
+  book.add("other", Resources::parse_or_die("gpu/nvidia-h100-80gb:2"), 1);
+  EXPECT_FALSE(book.fits(g, Resources::parse_or_die("gpu/nvidia-h100-80gb:1"), 1, true));
+  EXPECT_EQ(book.check(g, Resources::parse_or_die("gpu/nvidia-h100-80gb:1"), 1, true).size(), 1u);
+  // The named type, up to its guarantee, counting use and holds.
+  EXPECT_TRUE(book.fits(g, Resources::parse_or_die("gpu/nvidia-a100-80gb:4"), 1, true));
+  book.hold("rg", Resources::parse_or_die("gpu/nvidia-a100-80gb:1"), 2);
+  EXPECT_FALSE(book.fits(g, Resources::parse_or_die("gpu/nvidia-a100-80gb:3"), 1, true));
+  EXPECT_TRUE(book.fits(g, Resources::parse_or_die("gpu/nvidia-a100-80gb:3"), 1, true, false));
+  EXPECT_EQ(book.would_borrow("rg", Resources::parse_or_die("gpu/nvidia-a100-80gb:5"), 1),
+            std::vector<std::string>{std::string(kA100)});
+  EXPECT_TRUE(book.would_borrow("rg", Resources::parse_or_die("cpu:5000"), 1).empty());
+}
+
 // Property: over random cohorts, ceilings and queues, replaying the plan's
 // placements in order, a group only goes above its guarantee by borrowing:
 // never above its max, and only while its cohort as a whole stays within the

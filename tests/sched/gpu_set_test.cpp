@@ -1,3 +1,4 @@
+#include <random>
 #include "sched/gpu_set.h"
 
 #include <gtest/gtest.h>
@@ -95,6 +96,16 @@ TEST(GpuIndexSet, CountBelowIsThePopcountOfTheFirstIndices) {
     auto expected = static_cast<std::size_t>(std::count_if(oracle.begin(), oracle.end(), [&](int i) { return i >= 0 && i < n; }));
     EXPECT_EQ(s.count_below(n), expected) << n;
   }
+}
+
+TEST(BitCount, IsStdPopcount) {
+  // The inline count used where the build has no POPCNT instruction.
+  std::mt19937_64 rng(7);
+  std::vector<std::uint64_t> words{0, 1, ~std::uint64_t{0}, std::uint64_t{1} << 63, 0x5555555555555555ULL,
+                                   0xAAAAAAAAAAAAAAAAULL, 0xFFULL, 0x8000000000000001ULL};
+  for (int i = 0; i < 64; ++i) words.push_back((std::uint64_t{1} << i) - 1);
+  for (int i = 0; i < 1000; ++i) words.push_back(rng() & rng());
+  for (std::uint64_t w : words) EXPECT_EQ(bit_count(w), std::popcount(w)) << w;
 }
 
 }  // namespace
