@@ -22,7 +22,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     out.blocked = Blocked::kQuota;
     return out;
   }
-  const auto& usable = clusters ? *clusters : c.clusters.usable;
+  const auto& usable = clusters ? *clusters : c.clusters->usable;
   Selection selection;
   // One replica of one type, on the cycle's loads (with or without holds,
   // or an overlay of them): the best node straight from the free order.

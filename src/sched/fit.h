@@ -4,6 +4,7 @@
 // some victims, drained) ask it again on an overlay.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,7 +24,9 @@ struct TaskContext {
   bool may_borrow = true;  // its class is preemptible: borrowed capacity can be taken back
   Millis waited_ms = 0;    // in the queue, now - queued_at
   ProjectId project = kNoProject;  // the task's project group, as the cycle numbers it
-  ClusterFeasibility clusters;
+  // Shared by the tasks of a group that neither pin a cluster, select
+  // clusters nor are bound to a storage pool: theirs depend on the group alone.
+  std::shared_ptr<const ClusterFeasibility> clusters;
   std::vector<Request> shapes;  // the shapes open now, primary first
 };
 

@@ -30,8 +30,12 @@ namespace {
 //                    task may use; outages of other clusters are not its news.
 // Quota comes first inside fit_shape(): it depends on the group alone, and
 // when both quota and capacity are short, quota is the answer a user can act on.
+// The clusters of tasks of `group` with no pin, cluster selector or storage
+// pool: cluster states do not change within a cycle, so one answer per group.
+using GroupClusters = std::unordered_map<const ResourceGroup*, std::shared_ptr<const ClusterFeasibility>>;
+
 std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const QueuedTask& queued, Millis now,
-                                                  TaskContext& c) {
+                                                  GroupClusters& plain, TaskContext& c) {
   const Task& task = queued.task;
   c.queued = &queued;
   c.task = &task;
@@ -50,13 +54,20 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
   if (c.group == nullptr) return std::vector{reasons::unknown_group(task.resource_group)};
   c.priority_class = state.priority_class(task.priority_class);
   c.may_borrow = c.priority_class == nullptr || c.priority_class->preemptible;
-  c.clusters = feasible_clusters(state, *c.group, task);
-  if (c.clusters.usable.empty()) {
-    if (c.clusters.none) return std::vector{std::move(*c.clusters.none)};
+  if (task.cluster.empty() && task.cluster_selector.empty() && task.storage_pool.empty()) {
+    auto& known = plain[c.group];
+    if (!known) known = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
+    c.clusters = known;
+  } else {
+    c.clusters = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
+  }
+  const ClusterFeasibility& clusters = *c.clusters;
+  if (clusters.usable.empty()) {
+    if (clusters.none) return std::vector{*clusters.none};
     // Bound to a storage pool: that is why it waits, then which of the pool's clusters are down.
     std::vector<PendingReason> why;
-    if (c.clusters.pool) why.push_back(std::move(*c.clusters.pool));
-    for (auto& r : c.clusters.offline) why.push_back(std::move(r));
+    if (clusters.pool) why.push_back(*clusters.pool);
+    for (const auto& r : clusters.offline) why.push_back(r);
     return why;
   }
   return std::nullopt;
@@ -149,7 +160,7 @@ class Cycle {
   void one(const QueuedTask& queued) {
     TaskContext c;
     c.project = state_.project(queued.task.project_group);
-    if (auto refused = prepare(state_, queued, now_, c)) {
+    if (auto refused = prepare(state_, queued, now_, plain_clusters_, c)) {
       pend(queued.task.id, Reasons(std::move(*refused)));
       return;
     }
@@ -168,9 +179,9 @@ class Cycle {
     Failed& f = known->second;
     Reasons why = f.reasons;
     // Bound to a storage pool that kept clusters out: say so (they might have had room).
-    if (c.clusters.pool) why.add(std::move(*c.clusters.pool));
+    if (c.clusters->pool) why.add(*c.clusters->pool);
     // Clusters that are down might have taken the task: say so too.
-    for (auto& r : c.clusters.offline) why.add(std::move(r));
+    for (const auto& r : c.clusters->offline) why.add(r);
     if (f.blocked != Blocked::kNo) blocked(c, f, why);
     if (!c.task->step.fallbacks.empty()) why.add(reasons::fallbacks(c.task->step, c.waited_ms / 1000));
     pend(c.task->id, std::move(why));
@@ -249,7 +260,7 @@ class Cycle {
     if (!state_.quota_holds_unchanged_since(b.mark, c.group->name)) return false;
     for (std::size_t i = 0; i < c.shapes.size(); ++i) {
       const Request& r = c.shapes[i];
-      if (!state_.nodes_unchanged_since(b.mark, c.clusters.usable, r)) return false;
+      if (!state_.nodes_unchanged_since(b.mark, c.clusters->usable, r)) return false;
       if (b.quota_fits[i] < 0 ? !state_.quota_unchanged_since(b.mark, *c.group)
                               : b.quota_fits[i] != admitted_without_holds(c, r)) {
         return false;
@@ -262,7 +273,7 @@ class Cycle {
     if (state_.nodes_with_stopping().empty()) return false;
     // Work stopping and not yet claimed by an earlier task of this cycle.
     // Only what could make room for this task: in its clusters, or its group's quota.
-    std::vector<std::size_t> stopping = state_.stopping_within(c.task->resource_group, c.clusters.usable);
+    std::vector<std::size_t> stopping = state_.stopping_within(c.task->resource_group, c.clusters->usable);
     if (stopping.empty()) return false;
     // Short of quota, with no other shape to try and a GPU type of its own
     // (gpu/any is admitted per type, once nodes are found): quota is asked
@@ -357,7 +368,7 @@ class Cycle {
     // Where it would fit once running work there ends; among those, the nodes
     // with the most free now (the shortest wait).
     ModeView drained(state_, LoadMode::kDrained);
-    NodeFeasibility nodes = feasible_nodes(state_, drained, c.clusters.usable, *c.group, primary);
+    NodeFeasibility nodes = feasible_nodes(state_, drained, c.clusters->usable, *c.group, primary);
     if (nodes.fit.empty()) return;
     SelectOptions options;
     options.project = c.project;
@@ -383,6 +394,7 @@ class Cycle {
   std::unordered_map<std::string_view, int> reservations_;  // views of the snapshot's group names
   std::unordered_map<std::string_view, int> reservation_tries_;
   std::unordered_map<std::string, Failed> failed_;
+  GroupClusters plain_clusters_;
   Plan plan_;
 };
 
