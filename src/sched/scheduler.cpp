@@ -151,7 +151,6 @@ class Cycle {
       // counted); -1 for gpu/any, whose admission is per type: then the
       // group's quota must be unchanged.
       std::vector<signed char> quota_fits;
-      std::vector<std::string> holders;  // who the room is held for (the reason says so)
       Reasons::Shared reason;
     };
     std::optional<Behind> behind;
@@ -230,11 +229,10 @@ class Cycle {
     for (auto& t : state_.quota_holders(c.group->name)) holders.push_back(t);
     std::sort(holders.begin(), holders.end());
     holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
-    // Behind the same tasks as the class's last answer: the same reason.
-    Reasons::Shared reason = failed.behind && failed.behind->holders == holders
-                                 ? failed.behind->reason
-                                 : Reasons::make(reasons::reservation(holders));
-    failed.behind = Failed::Behind{state_.mark(), c.project, quota_fits(c), std::move(holders), std::move(reason)};
+    // Behind the same tasks as an earlier answer (of any class): the same reason.
+    Reasons::Shared& reason = behind_reasons_[holders];
+    if (!reason) reason = Reasons::make(reasons::reservation(holders));
+    failed.behind = Failed::Behind{state_.mark(), c.project, quota_fits(c), reason};
     why.add_front(failed.behind->reason);
     return true;
   }
@@ -395,6 +393,10 @@ class Cycle {
   std::unordered_map<std::string_view, int> reservation_tries_;
   std::unordered_map<std::string, Failed> failed_;
   GroupClusters plain_clusters_;
+  // "Behind reservation" reasons by who the room is held for: the reason
+  // says no more than that, and most blocked tasks of a group wait behind
+  // the same one or two.
+  std::map<std::vector<std::string>, Reasons::Shared> behind_reasons_;
   Plan plan_;
 };
 
