@@ -340,6 +340,17 @@ const std::vector<std::string>& CycleState::clusters_of(const ResourceGroup& gro
   return it->second;
 }
 
+const std::vector<const ResourceGroup*>& CycleState::quota_scope_groups(const ResourceGroup& group) const {
+  auto [it, added] = scope_groups_.try_emplace(&group);
+  if (added) {
+    for (const ResourceGroup& g : snapshot_->resource_groups) {
+      if (this->group(g.name) != &g) continue;  // a name twice: the first one counts
+      if (&g == &group || (!group.cohort.empty() && g.cohort == group.cohort)) it->second.push_back(&g);
+    }
+  }
+  return it->second;
+}
+
 const PriorityClass* CycleState::priority_class(std::string_view name) const {
   auto it = classes_.find(name);
   return it == classes_.end() ? nullptr : it->second;
@@ -696,9 +707,9 @@ CycleState::Ordered CycleState::ordered(const LoadView& loads) const {
   return out;
 }
 
-std::vector<std::size_t> CycleState::out_of_order_nodes(const Ordered& o, const std::vector<std::size_t>& ranks,
-                                                        const Request& request) const {
-  std::vector<std::size_t> out;
+CycleState::FewNodes CycleState::out_of_order_nodes(const Ordered& o, const FewNodes& ranks,
+                                                    const Request& request) const {
+  FewNodes out;
   // Callers have checked that a typed request's id is an ordered type (below 64).
   auto offers = [&](const NodeView& v) {
     if (!request.wants_gpus()) return true;
@@ -747,8 +758,8 @@ CycleState::Best CycleState::best_single(const LoadView& loads, const std::vecto
   auto skip = [&](const FreeOrder::Entry& e) { return o.out_of_order(e.node, loads_[e.node]); };
   // Nodes that may be the best: per cluster, the first that fits of those
   // with GPU work of no other project, and the first of all.
-  std::vector<std::size_t> candidates;
-  std::vector<std::size_t> ranks;
+  FewNodes candidates;
+  FewNodes ranks;
   const Wide need = need_in_order(request);
   for (const auto& id : clusters) {
     auto r = cluster_rank_.find(id);
@@ -800,7 +811,7 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
   // gpu/any: a node with GPUs of no ordered type would be missed.
   if (gpu && request.any_gpu() && !order_->orders_every_gpu_node()) return std::nullopt;
   std::vector<std::size_t> out;
-  std::vector<std::size_t> ranks;
+  FewNodes ranks;
   auto take = [&](std::size_t i) {
     if (!node_misfit(nodes_[i], loads.load(i), group, request, o.mode)) out.push_back(i);
   };

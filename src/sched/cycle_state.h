@@ -28,6 +28,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "sched/admission.h"
 #include "sched/gpu_set.h"
 #include "sched/request.h"
@@ -190,6 +192,10 @@ class CycleState final : public LoadView {
   const PriorityClass* priority_class(std::string_view name) const;
   // The group's cluster ids, ascending, each once (asked for every task).
   const std::vector<std::string>& clusters_of(const ResourceGroup& group) const;
+  // The groups whose work is charged to the group's quota scope: the group
+  // alone, or every group of its cohort (the snapshot's groups, in input
+  // order; the first of a name).
+  const std::vector<const ResourceGroup*>& quota_scope_groups(const ResourceGroup& group) const;
 
   // All nodes of known clusters, sorted by (cluster id, node name); a node's
   // position here is its index everywhere in the cycle.
@@ -356,6 +362,7 @@ class CycleState final : public LoadView {
   std::unordered_map<std::string_view, const PriorityClass*> classes_;
   // Sorted on first use; a cache in a const state: one cycle, one thread.
   mutable std::unordered_map<const ResourceGroup*, std::vector<std::string>> group_clusters_;
+  mutable std::unordered_map<const ResourceGroup*, std::vector<const ResourceGroup*>> scope_groups_;
   std::vector<NodeView> nodes_;
   std::vector<NodeLoad> loads_;
   QuotaBook quota_;
@@ -386,8 +393,9 @@ class CycleState final : public LoadView {
   // The nodes of `ranks`' clusters that Ordered::out_of_order says, of
   // those `request` could use by type (its GPU type, any GPU for gpu/any,
   // every node when it wants none).
-  std::vector<std::size_t> out_of_order_nodes(const Ordered& o, const std::vector<std::size_t>& ranks,
-                                              const Request& request) const;
+  // A few node indices, kept inline (asked for every fit: no heap).
+  using FewNodes = boost::container::small_vector<std::size_t, 16>;
+  FewNodes out_of_order_nodes(const Ordered& o, const FewNodes& ranks, const Request& request) const;
   // FreeOrder, built once the state has been asked often enough (false: not yet).
   bool order_ready() const;
   mutable std::unique_ptr<FreeOrder> order_;

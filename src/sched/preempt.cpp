@@ -56,12 +56,13 @@ bool cheaper(const Ranked& a, const Ranked& b) {
 
 // Unordered: victims_for takes them cheapest first from a heap, since it
 // seldom needs more than a few of hundreds.
-std::vector<Ranked> candidates(const CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
+std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
                                bool reclaim_ok, bool priority_ok) {
   const Task& task = *c.task;
   // Short of nodes: only work on a node the task could use at all frees room for it.
   // Per node: -1 not asked yet, else whether it could take the task at all.
-  std::vector<signed char> usable_node(state.nodes().size(), -1);
+  std::vector<signed char> usable_node;
+  if (blocked == Blocked::kCapacity) usable_node.assign(state.nodes().size(), -1);
   auto on_usable_node = [&](std::size_t w) {
     for (const auto& i : state.running_nodes(w)) {
       if (!i) continue;
@@ -72,30 +73,62 @@ std::vector<Ranked> candidates(const CycleState& state, const TaskContext& c, co
     return false;
   };
   std::vector<Ranked> ranked;
-  for (const auto& cluster : c.clusters.usable) {
-    for (std::size_t w : state.running_on(cluster)) {
-      const RunningWork& work = state.running(w);
-      if (state.stopping(w) || !work.preemptible) continue;
-      bool priority = priority_ok && work.priority < task.priority;
-      // Neither kind can hold (reclaim needs reclaim_ok): skip the lookups below.
-      if (!priority && !reclaim_ok) continue;
-      if (!frees_something(state, w, request)) continue;
-      if (blocked == Blocked::kCapacity && !on_usable_node(w)) continue;
-      const ResourceGroup* g = state.facts(w).group;
-      // Groups are the snapshot's, one object per name: the pointer says it
-      // (a work of a group the snapshot does not know compares by name).
-      bool same_group = g != nullptr ? g == c.group : work.resource_group == task.resource_group;
-      bool same_cohort = g != nullptr && !c.group->cohort.empty() && (g == c.group || g->cohort == c.group->cohort);
-      bool reclaim = reclaim_ok && same_cohort && !same_group && borrows_what_is_asked(state, work, request);
-      if (!reclaim && !priority) continue;
-      // Short of quota: only work charged to the task's group (or, for
-      // borrowing, its cohort) gives quota back.
-      if (blocked == Blocked::kQuota && !same_group && !same_cohort) continue;
-      if (work.task_id == task.id) continue;
-      ranked.push_back({!reclaim, work.priority, !work.checkpoint, -work.started_at, &work.attempt_id, {w, reclaim}});
+  auto consider = [&](std::size_t w) {
+    const RunningWork& work = state.running(w);
+    if (state.stopping(w) || !work.preemptible) return;
+    bool priority = priority_ok && work.priority < task.priority;
+    // Neither kind can hold (reclaim needs reclaim_ok): skip the lookups below.
+    if (!priority && !reclaim_ok) return;
+    if (!frees_something(state, w, request)) return;
+    if (blocked == Blocked::kCapacity && !on_usable_node(w)) return;
+    const ResourceGroup* g = state.facts(w).group;
+    // Groups are the snapshot's, one object per name: the pointer says it
+    // (a work of a group the snapshot does not know compares by name).
+    bool same_group = g != nullptr ? g == c.group : work.resource_group == task.resource_group;
+    bool same_cohort = g != nullptr && !c.group->cohort.empty() && (g == c.group || g->cohort == c.group->cohort);
+    bool reclaim = reclaim_ok && same_cohort && !same_group && borrows_what_is_asked(state, work, request);
+    if (!reclaim && !priority) return;
+    // Short of quota: only work charged to the task's group (or, for
+    // borrowing, its cohort) gives quota back.
+    if (blocked == Blocked::kQuota && !same_group && !same_cohort) return;
+    if (work.task_id == task.id) return;
+    ranked.push_back({!reclaim, work.priority, !work.checkpoint, -work.started_at, &work.attempt_id, {w, reclaim}});
+  };
+  const std::vector<std::string>& clusters = c.clusters->usable;
+  if (blocked == Blocked::kQuota) {
+    // Only work of the group's quota scope can qualify: found through each
+    // group's own list, not by walking every work of the task's clusters.
+    for (const ResourceGroup* g : state.quota_scope_groups(*c.group)) {
+      for (std::size_t w : state.running_of_group(g->name)) {
+        const std::string& cluster = state.running(w).cluster_id;
+        if (std::find(clusters.begin(), clusters.end(), cluster) != clusters.end()) consider(w);
+      }
     }
+    return ranked;
+  }
+  for (const auto& cluster : clusters) {
+    for (std::size_t w : state.running_on(cluster)) consider(w);
   }
   return ranked;
+}
+
+// Whether quota admits the request (as fit_shape asks first) once every
+// candidate is gone. Leaves the quota book as it found it.
+bool quota_admits_without_all(CycleState& state, const TaskContext& c, const Request& request,
+                              const std::vector<Ranked>& pool) {
+  QuotaBook& quota = state.quota();
+  auto charge = [&](std::int64_t sign) {
+    for (const Ranked& r : pool) {
+      const RunningWork& work = state.running(r.victim.work);
+      quota.add(work.resource_group, work.per_replica, sign * static_cast<std::int64_t>(work.placements.size()));
+    }
+  };
+  charge(-1);
+  std::optional<Resources> without_any;
+  const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica;
+  const bool admits = quota.fits(*c.group, typed, request.replicas, c.may_borrow, true);
+  charge(1);
+  return admits;
 }
 
 // Victims for one shape, or nullopt. Leaves the quota book as it found it.
@@ -103,6 +136,10 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
                                      bool reclaim_ok, bool priority_ok, int max_victims) {
   std::vector<Ranked> pool = candidates(state, c, request, blocked, reclaim_ok, priority_ok);
   if (pool.empty()) return std::nullopt;
+  // Short of quota: quota only gains as victims go, so where it refuses with
+  // every candidate gone, no set of them makes room. Most failed searches
+  // of a big queue end here instead of trying every candidate with a fit.
+  if (blocked == Blocked::kQuota && !quota_admits_without_all(state, c, request, pool)) return std::nullopt;
   Overlay overlay(state);
   std::vector<Victim> chosen;
   std::optional<Placement> placed;

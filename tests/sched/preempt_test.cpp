@@ -189,6 +189,24 @@ TEST_F(PreemptTest, QuotaShortPreemptsOnlyWorkThatGivesQuotaBack) {
   EXPECT_EQ(victims(plan), std::vector<std::string>{"own"}) << describe(plan);
 }
 
+TEST_F(PreemptTest, QuotaShortPreemptsNothingWhenAllItCouldTakeIsNotEnough) {
+  // rg-b is at its quota of 8: 4 GPUs of batch work, 4 of inference work
+  // that may not be preempted. u1 asks for 8: even with the batch work gone
+  // rg-b would hold 12, so nothing is preempted, and the quota book is left
+  // as it was: t2's 4 GPUs are still refused on quota, not behind u1.
+  group("rg-b", "gpu/nvidia-a100-80gb:8", {"c1"});
+  batch("own", "n1", "gpu/nvidia-a100-80gb:4", {0, 1, 2, 3});
+  RunningWork& kept = batch("kept", "n1", "gpu/nvidia-a100-80gb:4", {4, 5, 6, 7});
+  kept.preemptible = false;
+  kept.priority = 1000;
+  queue.task("u1", "rg-b", "gpu/nvidia-a100-80gb:8").priority_class("urgent", 1000).queued_at(kT0 - 3600'000);
+  queue.task("t2", "rg-b", "gpu/nvidia-a100-80gb:4").queued_at(kT0 - 60'000);
+  Plan plan = run();
+  EXPECT_TRUE(victims(plan).empty()) << describe(plan);
+  EXPECT_EQ(reason_code(plan, "u1"), kReasonQuota) << describe(plan);
+  EXPECT_EQ(reason_code(plan, "t2"), kReasonQuota) << describe(plan);
+}
+
 TEST_F(PreemptTest, QuotaShortWaitsOnlyForStoppingWorkThatGivesQuotaBack) {
   // rg-b is at its quota of 8 and u1 may not preempt (batch). Work of rg-c
   // stopping on n2 frees a node but none of rg-b's quota: u1 still waits on
