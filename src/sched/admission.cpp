@@ -102,8 +102,9 @@ const ResourceGroup* QuotaBook::group(std::string_view name) const {
   return a == nullptr ? nullptr : a->group;
 }
 
-QuotaBook::Account& QuotaBook::changing(std::string_view group) {
-  Account& a = account_for(group);
+QuotaBook::Account& QuotaBook::changing(std::string_view group) { return changing(account_for(group)); }
+
+QuotaBook::Account& QuotaBook::changing(Account& a) {
   if (recording_ && a.saved_in != undo_epoch_) {
     a.saved_in = undo_epoch_;
     saved_.push_back({&a, a.used, a.held, a.has_held, a.holdings.size()});
@@ -166,6 +167,20 @@ void QuotaBook::add(std::string_view group, const Resources& per_replica, std::i
   }
   kept_.push_back(per_replica);
   add_kept(group, kept_.back(), replicas, holder);
+}
+
+std::optional<QuotaBook::Charge> QuotaBook::resolve(std::string_view group, const Resources& per_replica) {
+  auto it = by_name_.find(group);
+  // Accounts of groups the book was not built with may be dropped by undo().
+  if (it == by_name_.end() || it->second->group == nullptr) return std::nullopt;
+  Charge out{it->second, {}};
+  for (const auto& [name, amount] : per_replica.amounts()) out.amounts.emplace_back(resource_id(name), amount);
+  return out;
+}
+
+void QuotaBook::add(const Charge& charge, std::int64_t replicas) {
+  Account& a = changing(*charge.account);
+  for (const auto& [id, amount] : charge.amounts) slot(a.used, id) += static_cast<Wide>(amount) * replicas;
 }
 
 void QuotaBook::add(std::string_view group, const Tally& used) {

@@ -61,6 +61,22 @@ class QuotaBook {
   void remove_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas);
   // Charges amounts already summed over many works (no holder).
   void add(std::string_view group, const Tally& used);
+
+ private:
+  struct Account;
+
+ public:
+  // per_replica of one of the book's groups, resolved once (the account,
+  // resource ids, amounts) for work that victim searches take out and put
+  // back many times. Stays valid as long as the book.
+  struct Charge {
+    Account* account = nullptr;
+    std::vector<std::pair<int, std::int64_t>> amounts;
+  };
+  // nullopt: not a group the book was built with (charge it by name).
+  std::optional<Charge> resolve(std::string_view group, const Resources& per_replica);
+  // add(group, per_replica, replicas) for the resolved charge.
+  void add(const Charge& charge, std::int64_t replicas);
   // Quota held for a blocked task of the group (a reservation): counted by
   // check() unless told otherwise, never by used().
   void hold(std::string_view group, const Resources& per_replica, std::int64_t replicas);
@@ -164,6 +180,7 @@ class QuotaBook {
   Account& account_for(std::string_view group);
   // Account for a change: saved first when an undo is open.
   Account& changing(std::string_view group);
+  Account& changing(Account& a);
   // quota_limit/quota_ceiling from the account's copy, when it is that group's.
   std::optional<std::int64_t> limit_of(const Account* a, const ResourceGroup& group, Resource r) const;
   std::optional<std::int64_t> ceiling_of(const Account* a, const ResourceGroup& group, Resource r) const;

@@ -573,9 +573,8 @@ void CycleState::hold_quota(const Task& task, const Resources& per_replica, int 
 void CycleState::mark_stopping(std::size_t w) {
   if (stopping_[w] && !running_[w]->stopping) return;  // marked in this cycle already
   stopping_[w] = true;
-  stopping_by_cluster_[running_[w]->cluster_id].push_back(stopping_list_.size());
-  stopping_by_group_[running_[w]->resource_group].push_back(stopping_list_.size());
   stopping_list_.push_back(w);
+  index_stopping(stopping_list_.size() - 1);
   for (const auto& i : running_nodes(w)) {
     if (i && nodes_with_stopping_.insert(*i).second && in_cycle_) stopping_nodes_added_.push_back(*i);
   }
@@ -598,9 +597,25 @@ std::vector<std::size_t> CycleState::stopping_within(std::string_view group,
   return out;
 }
 
+void CycleState::charge_quota(std::size_t w, std::int64_t sign) {
+  const RunningWork& work = *running_[w];
+  const auto replicas = sign * static_cast<std::int64_t>(work.placements.size());
+  if (charges_.size() < running_.size()) charges_.resize(running_.size());
+  Resolved& r = charges_[w];
+  if (!r.done) {
+    r.charge = quota_.resolve(work.resource_group, work.per_replica);
+    r.done = true;
+  }
+  if (r.charge) {
+    quota_.add(*r.charge, replicas);
+  } else {
+    quota_.add(work.resource_group, work.per_replica, replicas);
+  }
+}
+
 void CycleState::take_out(std::size_t w, Overlay& overlay) {
   const RunningWork& work = *running_[w];
-  quota_.add(work.resource_group, work.per_replica, -static_cast<std::int64_t>(work.placements.size()));
+  take_out_quota(w);
   for (std::size_t r = 0; r < work.placements.size(); ++r) {
     if (auto i = running_nodes(w)[r]) {
       overlay.edit(*i).remove(work.per_replica, work.placements[r].gpu_indices, running_project_[w]);
@@ -610,7 +625,7 @@ void CycleState::take_out(std::size_t w, Overlay& overlay) {
 
 void CycleState::put_back(std::size_t w, Overlay& overlay) {
   const RunningWork& work = *running_[w];
-  quota_.add(work.resource_group, work.per_replica, static_cast<std::int64_t>(work.placements.size()));
+  put_back_quota(w);
   for (std::size_t r = 0; r < work.placements.size(); ++r) {
     if (auto i = running_nodes(w)[r]) {
       overlay.edit(*i).add(work.per_replica, work.placements[r].gpu_indices, running_project_[w]);
@@ -860,6 +875,7 @@ void CycleState::end_cycle() {
     std::size_t w = stopping_list_.back();
     stopping_by_cluster_[running_[w]->cluster_id].pop_back();
     stopping_by_group_[running_[w]->resource_group].pop_back();
+    if (group(running_[w]->resource_group) == nullptr) --stopping_of_unknown_groups_;
     stopping_[w] = false;
     stopping_list_.pop_back();
   }
@@ -935,11 +951,27 @@ void CycleState::reload_node(std::size_t node) {
 void CycleState::rebuild_stopping_index() {
   stopping_by_cluster_.clear();
   stopping_by_group_.clear();
-  for (std::size_t p = 0; p < stopping_list_.size(); ++p) {
-    const RunningWork& work = *running_[stopping_list_[p]];
-    stopping_by_cluster_[work.cluster_id].push_back(p);
-    stopping_by_group_[work.resource_group].push_back(p);
+  stopping_of_unknown_groups_ = 0;
+  for (std::size_t p = 0; p < stopping_list_.size(); ++p) index_stopping(p);
+}
+
+void CycleState::index_stopping(std::size_t p) {
+  const RunningWork& work = *running_[stopping_list_[p]];
+  stopping_by_cluster_[work.cluster_id].push_back(p);
+  stopping_by_group_[work.resource_group].push_back(p);
+  if (group(work.resource_group) == nullptr) ++stopping_of_unknown_groups_;
+}
+
+bool CycleState::stopping_in_quota_scope(const ResourceGroup& g) const {
+  if (stopping_of_unknown_groups_ > 0) return true;
+  for (const ResourceGroup* member : quota_scope_groups(g)) {
+    auto it = stopping_by_group_.find(member->name);
+    if (it == stopping_by_group_.end()) continue;
+    for (std::size_t p : it->second) {
+      if (!claimed_[stopping_list_[p]]) return true;
+    }
   }
+  return false;
 }
 
 std::size_t CycleState::add_running(const RunningWork& work) {
@@ -957,6 +989,7 @@ std::size_t CycleState::add_running(const RunningWork& work) {
   }
   running_[w] = &work;
   if (w < facts_.size()) facts_[w].reset();
+  if (w < charges_.size()) charges_[w] = {};
   running_project_[w] = project(work.project_group);
   stopping_[w] = false;
   claimed_[w] = false;
@@ -1011,6 +1044,7 @@ void CycleState::remove_running(std::size_t w) {
   claimed_[w] = false;
   running_[w] = nullptr;
   if (w < facts_.size()) facts_[w].reset();
+  if (w < charges_.size()) charges_[w] = {};
   running_project_[w] = kNoProject;
   replicas_[w] = {0, 0};
   free_work_.push_back(w);

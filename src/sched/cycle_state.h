@@ -248,6 +248,10 @@ class CycleState final : public LoadView {
   // charged to the group's quota. In stopping_work() order, found through
   // an index rather than by looking at all of it for every blocked task.
   std::vector<std::size_t> stopping_within(std::string_view group, const std::vector<std::string>& clusters) const;
+  // Some stopping work not claimed yet is charged to a group of the group's
+  // quota scope (quota_scope_groups), or to a group the snapshot does not
+  // know (counted as in every scope). Found through the groups' own lists.
+  bool stopping_in_quota_scope(const ResourceGroup& group) const;
   // Running work on the cluster, by index into running().
   const std::vector<std::size_t>& running_on(std::string_view cluster_id) const;
   // Nodes whose load has stopping work, and nodes with holds.
@@ -288,6 +292,9 @@ class CycleState final : public LoadView {
   // Removes (or puts back) running work from a what-if overlay and the quota.
   void take_out(std::size_t work, Overlay& overlay);
   void put_back(std::size_t work, Overlay& overlay);
+  // The same for the quota alone.
+  void take_out_quota(std::size_t work) { charge_quota(work, -1); }
+  void put_back_quota(std::size_t work) { charge_quota(work, 1); }
 
   // The best node for one replica of `request` among `clusters`, as
   // select_gang ranks them (score, then index), found by walking FreeOrder
@@ -354,6 +361,15 @@ class CycleState final : public LoadView {
   std::unordered_map<std::string_view, ProjectId> project_ids_;  // views of the snapshot's and queue's strings
   std::vector<ProjectId> running_project_;                      // per running work
   mutable std::vector<std::optional<WorkFacts>> facts_;          // per running work, on first use
+  // Per running work, its quota charge resolved on first take_out (nullopt
+  // inside: a group the book does not know, charged by name).
+  struct Resolved {
+    bool done = false;
+    std::optional<QuotaBook::Charge> charge;
+  };
+  std::vector<Resolved> charges_;
+  // Charges `sign` x the work's replicas of its per_replica to its group.
+  void charge_quota(std::size_t work, std::int64_t sign);
   const WorkFacts& read_facts(std::size_t work) const;
   std::map<std::string, const Cluster*, std::less<>> clusters_;
   // Asked for every task and every preemption candidate: hashes of views of
@@ -422,6 +438,8 @@ class CycleState final : public LoadView {
   // Positions in stopping_list_, by the work's cluster and by its group.
   std::unordered_map<std::string_view, std::vector<std::size_t>> stopping_by_cluster_;
   std::unordered_map<std::string_view, std::vector<std::size_t>> stopping_by_group_;
+  std::size_t stopping_of_unknown_groups_ = 0;  // in stopping_list_, charged to a group the snapshot does not know
+  void index_stopping(std::size_t position);  // stopping_list_[position] into the indexes
   std::unordered_map<std::string_view, std::vector<std::size_t>> running_by_cluster_;
   std::set<std::size_t> nodes_with_stopping_;
   std::set<std::size_t> nodes_with_holds_;

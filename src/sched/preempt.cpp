@@ -116,18 +116,11 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
 // candidate is gone. Leaves the quota book as it found it.
 bool quota_admits_without_all(CycleState& state, const TaskContext& c, const Request& request,
                               const std::vector<Ranked>& pool) {
-  QuotaBook& quota = state.quota();
-  auto charge = [&](std::int64_t sign) {
-    for (const Ranked& r : pool) {
-      const RunningWork& work = state.running(r.victim.work);
-      quota.add(work.resource_group, work.per_replica, sign * static_cast<std::int64_t>(work.placements.size()));
-    }
-  };
-  charge(-1);
+  for (const Ranked& r : pool) state.take_out_quota(r.victim.work);
   std::optional<Resources> without_any;
   const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica;
-  const bool admits = quota.fits(*c.group, typed, request.replicas, c.may_borrow, true);
-  charge(1);
+  const bool admits = state.quota().fits(*c.group, typed, request.replicas, c.may_borrow, true);
+  for (const Ranked& r : pool) state.put_back_quota(r.victim.work);
   return admits;
 }
 

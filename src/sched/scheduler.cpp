@@ -269,16 +269,18 @@ class Cycle {
 
   bool after_stopping(const TaskContext& c, Blocked how, Reasons& why) {
     if (state_.nodes_with_stopping().empty()) return false;
-    // Work stopping and not yet claimed by an earlier task of this cycle.
-    // Only what could make room for this task: in its clusters, or its group's quota.
-    std::vector<std::size_t> stopping = state_.stopping_within(c.task->resource_group, c.clusters->usable);
-    if (stopping.empty()) return false;
     // Short of quota, with no other shape to try and a GPU type of its own
     // (gpu/any is admitted per type, once nodes are found): quota is asked
     // before any node, and only work charged to the group's quota scope (its
     // cohort, or itself outside one) gives back what it asks; other work
     // going changes no answer.
-    if (how == Blocked::kQuota && c.shapes.size() == 1 && !c.shapes.front().any_gpu() &&
+    const bool quota_only = how == Blocked::kQuota && c.shapes.size() == 1 && !c.shapes.front().any_gpu();
+    if (quota_only && !state_.stopping_in_quota_scope(*c.group)) return false;
+    // Work stopping and not yet claimed by an earlier task of this cycle.
+    // Only what could make room for this task: in its clusters, or its group's quota.
+    std::vector<std::size_t> stopping = state_.stopping_within(c.task->resource_group, c.clusters->usable);
+    if (stopping.empty()) return false;
+    if (quota_only &&
         std::none_of(stopping.begin(), stopping.end(), [&](std::size_t w) { return same_quota_scope(w, c); })) {
       return false;
     }
