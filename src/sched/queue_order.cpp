@@ -86,14 +86,15 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
               const std::map<std::string, Tally, std::less<>>* by_user) {
   struct User {
     Amounts held;
+    double share = 0;  // dominant(held), kept as held changes
     std::vector<const QueuedTask*> tasks;  // submit order
     std::size_t next = 0;
   };
   struct Project {
     Amounts held;
-    std::map<std::string, User> users;
+    std::map<std::string_view, User> users;  // views of the queue's strings
   };
-  std::map<std::string, Project> projects;
+  std::map<std::string_view, Project> projects;
   for (auto it = first; it != last; ++it) {
     const Task& t = (*it)->task;
     auto [p, new_project] = projects.try_emplace(t.project_group);
@@ -110,6 +111,7 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     } else if (new_user) {
       u->second.held = empty;
     }
+    if (new_user) u->second.share = dominant(u->second.held, denom);
     u->second.tasks.push_back(*it);
   }
   // The user of a project to go next: smallest share, then earliest head.
@@ -118,7 +120,7 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     double best_share = 0;
     for (auto& [name, u] : p.users) {
       if (u.next == u.tasks.size()) continue;
-      double s = dominant(u.held, denom);
+      double s = u.share;
       if (best == nullptr || s < best_share ||
           (s == best_share && comes_before(*u.tasks[u.next], *best->tasks[best->next]))) {
         best = &u;
@@ -151,6 +153,7 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     *out++ = q;
     add(e.project->held, q->task, denom);
     add(u->held, q->task, denom);
+    u->share = dominant(u->held, denom);
     if (User* again = next_user(*e.project)) {
       heap.push({dominant(e.project->held, denom), again->tasks[again->next], e.project});
     }
@@ -248,9 +251,13 @@ void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
 }
 
 std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& queue, const QueueOrder& order) {
-  // std::map: groups in name order, so the merge below never depends on input order.
-  std::map<std::string, std::vector<const QueuedTask*>> groups;
-  for (const auto& q : queue) groups[q.task.resource_group].push_back(&q);
+  // Groups in name order, so the merge below never depends on input order
+  // (gathered by a hash of views of the queue's names, then sorted by name).
+  std::unordered_map<std::string_view, std::vector<const QueuedTask*>> by_name;
+  for (const auto& q : queue) by_name[q.task.resource_group].push_back(&q);
+  std::vector<std::pair<std::string_view, std::vector<const QueuedTask*>>> groups(
+      std::make_move_iterator(by_name.begin()), std::make_move_iterator(by_name.end()));
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [name, tasks] : groups) order.sort_group(tasks);
 
   // Merge the groups by their heads; on a full tie the group earlier by name wins.

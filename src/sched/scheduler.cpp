@@ -89,8 +89,14 @@ std::string class_key(const TaskContext& c) {
   k += t.resource_group;
   k += '\x1f';
   k += t.cluster;
-  k += '\x1f' + t.storage_pool;
-  for (const auto& [key, value] : t.cluster_selector) k += '\x1f' + key + '=' + value;
+  k += '\x1f';
+  k += t.storage_pool;
+  for (const auto& [key, value] : t.cluster_selector) {
+    k += '\x1f';
+    k += key;
+    k += '=';
+    k += value;
+  }
   k += '\x1f';
   k += t.priority_class;
   k += '\x1f';
