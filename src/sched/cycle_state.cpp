@@ -272,6 +272,14 @@ CycleState::CycleState(const Snapshot& snapshot, const std::vector<const Node*>&
       if (id < 64) v.gpu_type_bits |= std::uint64_t{1} << id;
     }
   }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    NodeView& v = nodes_[i];
+    if (auto it = gpu_type_ids_.find(v.gpu_type); !v.gpu_type.empty() && it != gpu_type_ids_.end()) {
+      v.primary_type = it->second;
+    }
+    const bool ordered = v.primary_type >= 0 && v.primary_type < 64 && ((v.gpu_type_bits >> v.primary_type) & 1u);
+    if (v.has_gpus() && !ordered) unordered_primary_.push_back(i);
+  }
   loads_.resize(nodes_.size());
   kinds_ = gpu_type_ids_.size() + 2;
   bucket_changed_.assign(cluster_rank_.size() * kinds_, 0);
@@ -853,6 +861,64 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
   return out;
 }
 
+std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_type(
+    const LoadView& loads, const std::vector<std::string>& clusters, const ResourceGroup& group,
+    const Request& request, ProjectId project, PlacementPolicy policy) const {
+  const Ordered o = ordered(loads);
+  if (!o.applies || request.replicas != 1 || !request.any_gpu() || !order_ready()) return std::nullopt;
+  const bool spread = policy == PlacementPolicy::spread;
+  auto fits = [&](std::size_t i) { return !node_misfit(nodes_[i], loads.load(i), group, request, o.mode); };
+  auto skip = [&](const FreeOrder::Entry& e) { return o.out_of_order(e.node, loads_[e.node]); };
+  auto other_project = [&](const FreeOrder::Entry& e) {
+    return skip(e) || (e.holder != kNoProject && e.holder != project);
+  };
+  // Nodes that may be an attempt's best: per cluster and type, walking that
+  // type's orders over the nodes whose own type it is (as best_single does
+  // for one type); then the nodes asked one by one.
+  FewNodes candidates;
+  FewNodes ranks;
+  const Wide need = need_in_order(request);
+  for (const auto& id : clusters) {
+    auto r = cluster_rank_.find(id);
+    if (r == cluster_rank_.end()) continue;
+    ranks.push_back(r->second);
+    for (std::size_t t = 0; t < order_->types(); ++t) {
+      auto own = [&](std::size_t i) { return nodes_[i].primary_type == static_cast<int>(t) && fits(i); };
+      if (auto i = walk(order_->single(r->second, static_cast<int>(t)), need, spread, other_project, own)) {
+        candidates.push_back(*i);
+      }
+      if (auto i = walk(order_->offering(r->second, static_cast<int>(t)), need, spread, skip, own)) {
+        candidates.push_back(*i);
+      }
+    }
+  }
+  for (std::size_t i : out_of_order_nodes(o, ranks, request)) {
+    if (fits(i)) candidates.push_back(i);
+  }
+  for (std::size_t i : unordered_primary_) {
+    if (std::find(ranks.begin(), ranks.end(), nodes_[i].cluster_rank) != ranks.end() && fits(i)) {
+      candidates.push_back(i);
+    }
+  }
+  // The best of each (cluster, type), ranked as select_gang ranks: score, then index.
+  std::vector<TypedBest> out;
+  std::vector<std::pair<Score, std::size_t>> ranked;
+  for (std::size_t i : candidates) {
+    const NodeView& v = nodes_[i];
+    std::pair<Score, std::size_t> r{score_node(policy, v, loads.load(i), request, project, loads.mode()), i};
+    std::size_t k = 0;
+    while (k < out.size() && !(out[k].cluster_rank == v.cluster_rank && out[k].gpu_type == v.gpu_type)) ++k;
+    if (k == out.size()) {
+      out.push_back({v.cluster_rank, v.gpu_type, i});
+      ranked.push_back(r);
+    } else if (r < ranked[k]) {
+      out[k].node = i;
+      ranked[k] = r;
+    }
+  }
+  return out;
+}
+
 void CycleState::begin_cycle() {
   CP_CHECK(!in_cycle_, "begin_cycle: a cycle is already open");
   in_cycle_ = true;
@@ -1056,9 +1122,10 @@ bool CycleState::replace_node(std::size_t index, const Node& node) {
   NodeView& old = nodes_[index];
   if (node.cluster_id != old.cluster_id() || node.name != old.name()) return false;
   NodeView v = view_of(node);
-  if (v.gpu_types != old.gpu_types || v.has_gpus() != old.has_gpus()) return false;
+  if (v.gpu_types != old.gpu_types || v.has_gpus() != old.has_gpus() || v.gpu_type != old.gpu_type) return false;
   v.cluster_rank = old.cluster_rank;
   v.gpu_type_bits = old.gpu_type_bits;
+  v.primary_type = old.primary_type;
   old = std::move(v);
   loads_changed(index);
   return true;

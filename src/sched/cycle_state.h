@@ -100,6 +100,7 @@ struct NodeView {
   std::vector<std::string_view> gpu_types;
   // The same as bits of their cycle ids (CycleState::gpu_type_id) below 64.
   std::uint64_t gpu_type_bits = 0;
+  int primary_type = -1;  // the cycle id of gpu_type (-1: none)
   std::int64_t alloc_cpu = 0;  // allocatable cpu and memory, read once
   std::int64_t alloc_memory = 0;
 
@@ -314,6 +315,20 @@ class CycleState final : public LoadView {
   // Overlay of this state (its nodes asked one by one); nullopt otherwise.
   std::optional<std::vector<std::size_t>> fitting_nodes(const LoadView& loads, const std::vector<std::string>& clusters,
                                                         const ResourceGroup& group, const Request& request) const;
+  // One replica of a "gpu/any" request: per (cluster, GPU type of the node)
+  // among `clusters`, the node select_gang would rank best of those that
+  // can take it, found by walking FreeOrder per type as best_single does
+  // (select_gang ranks every fitting node, but reads only each such best).
+  // The views best_single takes, and an Overlay of this state; nullopt otherwise.
+  struct TypedBest {
+    std::size_t cluster_rank = 0;
+    std::string_view gpu_type;  // the node's NodeView::gpu_type
+    std::size_t node = 0;
+  };
+  std::optional<std::vector<TypedBest>> best_single_per_type(const LoadView& loads,
+                                                             const std::vector<std::string>& clusters,
+                                                             const ResourceGroup& group, const Request& request,
+                                                             ProjectId project, PlacementPolicy policy) const;
 
   // ---- Kept between cycles (Scheduler, warm.h).
   // What a cycle changes (placements, holds, victims, claims, project ids of
@@ -415,6 +430,9 @@ class CycleState final : public LoadView {
   // FreeOrder, built once the state has been asked often enough (false: not yet).
   bool order_ready() const;
   mutable std::unique_ptr<FreeOrder> order_;
+  // GPU nodes whose own GPU type is not among the types they are ordered
+  // by (best_single_per_type asks them one by one); none in practice.
+  std::vector<std::size_t> unordered_primary_;
   static constexpr std::size_t kAsksBeforeOrder = 64;
   mutable std::size_t asks_before_order_ = 0;
   // Kept between cycles: free indices of running_ (removed work), running

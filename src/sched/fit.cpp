@@ -33,22 +33,26 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     out.no_node_fits = !best.node;
     if (best.node) selection.placement = place_on(state, *c.task, request, *best.node, loads);
   } else {
-    std::vector<std::size_t> fit;
-    if (auto ordered = state.fitting_nodes(loads, usable, group, request)) {
-      fit = std::move(*ordered);
+    SelectOptions options;
+    options.loads = &loads;
+    options.policy = group.placement;
+    options.may_borrow = c.may_borrow;
+    options.count_held = count_held;
+    options.explain = explain;
+    options.project = c.project;
+    // One replica of gpu/any: each (cluster, type)'s best node, from the free order.
+    if (auto best = state.best_single_per_type(loads, usable, group, request, c.project, group.placement)) {
+      out.no_node_fits = best->empty();
+      if (!best->empty()) selection = select_any_single(state, group, *c.task, request, *best, options);
     } else {
-      fit = std::move(feasible_nodes(state, loads, usable, group, request, false).fit);
-    }
-    out.no_node_fits = fit.empty();
-    if (!fit.empty()) {
-      SelectOptions options;
-      options.loads = &loads;
-      options.policy = group.placement;
-      options.may_borrow = c.may_borrow;
-      options.count_held = count_held;
-      options.explain = explain;
-      options.project = c.project;
-      selection = select_gang(state, group, *c.task, request, fit, options);
+      std::vector<std::size_t> fit;
+      if (auto ordered = state.fitting_nodes(loads, usable, group, request)) {
+        fit = std::move(*ordered);
+      } else {
+        fit = std::move(feasible_nodes(state, loads, usable, group, request, false).fit);
+      }
+      out.no_node_fits = fit.empty();
+      if (!fit.empty()) selection = select_gang(state, group, *c.task, request, fit, options);
     }
   }
   if (selection.placement) {

@@ -94,50 +94,13 @@ std::optional<std::vector<ReplicaPlacement>> place_replicas(const CycleState& st
   return out;
 }
 
-}  // namespace
 
-Placement place_on(const CycleState& state, const Task& task, const Request& request, std::size_t node,
-                   const LoadView& loads) {
-  const NodeView& v = state.nodes()[node];
-  std::vector<ReplicaPlacement> placed{
-      ReplicaPlacement{0, v.name(), lowest_free_gpus(v, loads.load(node), request.gpus, loads.mode())}};
-  return Placement{task.id, v.cluster_id(), std::move(placed), request.per_replica, request.shape, false};
-}
-
-Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
-                      const std::vector<std::size_t>& fit, const SelectOptions& options) {
-  const LoadView& score_loads = options.score_loads ? *options.score_loads : *options.loads;
-  if (request.replicas == 1 && !request.any_gpu()) {
-    // One replica of one type: the best node of all is the answer; no need
-    // to sort them (the common case, and the hot path of a big queue).
-    std::optional<std::pair<Score, std::size_t>> best;
-    for (std::size_t i : fit) {
-      std::pair<Score, std::size_t> ranked{score_node(options.policy, state.nodes()[i], score_loads.load(i), request,
-                                                      options.project, score_loads.mode()),
-                                           i};
-      if (!best || ranked < *best) best = ranked;
-    }
-    Selection out;
-    if (!best) return out;
-    out.placement = place_on(state, task, request, best->second, *options.loads);
-    return out;
-  }
-  // Rank every feasible node once, as it stands before this task, and try
-  // the attempts in the order of their best node. Only each attempt's best
-  // needs its rank: a gang's replicas are placed by walking its nodes again.
-  std::vector<Attempt> attempts;
-  for (std::size_t i : fit) {
-    std::pair<Score, std::size_t> ranked{score_node(options.policy, state.nodes()[i], score_loads.load(i), request,
-                                                    options.project, score_loads.mode()),
-                                         i};
-    Attempt& attempt = attempt_for(attempts, state.nodes()[i], request);
-    if (!attempt.has_best || ranked < attempt.best) attempt.best = ranked;
-    attempt.has_best = true;
-    // One replica goes on the attempt's best node: its other nodes are not needed.
-    if (request.replicas > 1) attempt.nodes.push_back(i);
-  }
+// Tries the attempts in the order of their best node (score, then index):
+// all replicas in the attempt's cluster (and for gpu/any, of its GPU type),
+// or the next attempt.
+Selection try_attempts(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
+                       std::vector<Attempt>& attempts, const SelectOptions& options) {
   std::sort(attempts.begin(), attempts.end(), [](const Attempt& a, const Attempt& b) { return a.best < b.best; });
-
   Selection out;
   std::set<std::string> quota_reported;
   // gpu/any: the GPU types whose quota refused an attempt already (quota is
@@ -185,6 +148,66 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
     return out;
   }
   return out;
+}
+
+}  // namespace
+
+Placement place_on(const CycleState& state, const Task& task, const Request& request, std::size_t node,
+                   const LoadView& loads) {
+  const NodeView& v = state.nodes()[node];
+  std::vector<ReplicaPlacement> placed{
+      ReplicaPlacement{0, v.name(), lowest_free_gpus(v, loads.load(node), request.gpus, loads.mode())}};
+  return Placement{task.id, v.cluster_id(), std::move(placed), request.per_replica, request.shape, false};
+}
+
+Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
+                      const std::vector<std::size_t>& fit, const SelectOptions& options) {
+  const LoadView& score_loads = options.score_loads ? *options.score_loads : *options.loads;
+  if (request.replicas == 1 && !request.any_gpu()) {
+    // One replica of one type: the best node of all is the answer; no need
+    // to sort them (the common case, and the hot path of a big queue).
+    std::optional<std::pair<Score, std::size_t>> best;
+    for (std::size_t i : fit) {
+      std::pair<Score, std::size_t> ranked{score_node(options.policy, state.nodes()[i], score_loads.load(i), request,
+                                                      options.project, score_loads.mode()),
+                                           i};
+      if (!best || ranked < *best) best = ranked;
+    }
+    Selection out;
+    if (!best) return out;
+    out.placement = place_on(state, task, request, best->second, *options.loads);
+    return out;
+  }
+  // Rank every feasible node once, as it stands before this task, and try
+  // the attempts in the order of their best node. Only each attempt's best
+  // needs its rank: a gang's replicas are placed by walking its nodes again.
+  std::vector<Attempt> attempts;
+  for (std::size_t i : fit) {
+    std::pair<Score, std::size_t> ranked{score_node(options.policy, state.nodes()[i], score_loads.load(i), request,
+                                                    options.project, score_loads.mode()),
+                                         i};
+    Attempt& attempt = attempt_for(attempts, state.nodes()[i], request);
+    if (!attempt.has_best || ranked < attempt.best) attempt.best = ranked;
+    attempt.has_best = true;
+    // One replica goes on the attempt's best node: its other nodes are not needed.
+    if (request.replicas > 1) attempt.nodes.push_back(i);
+  }
+  return try_attempts(state, group, task, request, attempts, options);
+}
+
+
+Selection select_any_single(const CycleState& state, const ResourceGroup& group, const Task& task,
+                            const Request& request, const std::vector<CycleState::TypedBest>& best,
+                            const SelectOptions& options) {
+  const LoadView& score_loads = options.score_loads ? *options.score_loads : *options.loads;
+  std::vector<Attempt> attempts;
+  attempts.reserve(best.size());
+  for (const CycleState::TypedBest& b : best) {
+    const NodeView& node = state.nodes()[b.node];
+    Score s = score_node(options.policy, node, score_loads.load(b.node), request, options.project, score_loads.mode());
+    attempts.push_back(Attempt{b.cluster_rank, b.gpu_type, node.cluster_id(), {}, {s, b.node}, true});
+  }
+  return try_attempts(state, group, task, request, attempts, options);
 }
 
 }  // namespace cp::sched

@@ -40,4 +40,11 @@ Placement place_on(const CycleState& state, const Task& task, const Request& req
 Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,
                       const std::vector<std::size_t>& fit, const SelectOptions& options);
 
+// The same for one replica of "gpu/any" from the best node of each
+// (cluster, GPU type) alone (CycleState::best_single_per_type), which is all
+// select_gang reads of `fit` for such a request.
+Selection select_any_single(const CycleState& state, const ResourceGroup& group, const Task& task,
+                            const Request& request, const std::vector<CycleState::TypedBest>& best,
+                            const SelectOptions& options);
+
 }  // namespace cp::sched

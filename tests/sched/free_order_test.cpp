@@ -2,7 +2,8 @@
 // one replica is the node select_gang picks from every feasible node, for
 // both policies, with and without holds and on an overlay, for any project,
 // as loads change; and CycleState::fitting_nodes gives feasible_nodes' nodes
-// (gangs and gpu/any too).
+// (gangs and gpu/any too); CycleState::best_single_per_type gives the
+// attempts select_gang makes for one replica of gpu/any.
 #include <random>
 
 #include "harness.h"
@@ -31,6 +32,11 @@ class FreeOrderTest : public ::testing::Test {
       }
       for (int i = 0; i < 4; ++i) cluster.node(c + "-cpu" + std::to_string(i), "cpu:64,memory:256Gi");
     }
+    // A node offering two types (its own, by label, is the H100) and one of
+    // a type of its own: gpu/any attempts go by a node's own type.
+    fleet.cluster("c1").node("c1-mixed", "cpu:64,memory:512Gi,gpu/nvidia-a100-80gb:4,gpu/nvidia-h100-80gb:4",
+                              kH100Label);
+    fleet.cluster("c2").node("c2-plain", "cpu:64,memory:512Gi,gpu/nvidia-l4:2");
     fleet.node("c1", "c1-g4").ready = false;
     fleet.node("c2", "c2-g5").maintenance = true;
     group("rg", "gpu/nvidia-a100-80gb:400,gpu/nvidia-h100-80gb:400,cpu:4000", {"c1", "c2"});
@@ -65,6 +71,7 @@ class FreeOrderTest : public ::testing::Test {
   void expect_same_best(CycleState& state, const std::string& when) {
     int compared = 0;
     fitting_compared = 0;
+    any_compared = 0;
     const ResourceGroup& g = *state.group("rg");
     std::vector<std::string> clusters{"c1", "c2"};
     std::vector<std::vector<std::string>> cluster_sets{clusters, {"c1"}, {"c2"}};
@@ -125,6 +132,24 @@ class FreeOrderTest : public ::testing::Test {
               options.policy = policy;
               options.project = project;
               Selection want = select_gang(state, g, task, r, nodes.fit, options);
+              if (r.any_gpu()) {
+                // gpu/any: each (cluster, type)'s best from the order, then the same attempts.
+                auto best = state.best_single_per_type(*loads, cs, g, r, project, policy);
+                if (!best) continue;  // the first few asks, before the order is built
+                ++any_compared;
+                Selection got = best->empty() ? Selection{} : select_any_single(state, g, task, r, *best, options);
+                ASSERT_EQ(got.placement.has_value(), want.placement.has_value())
+                    << when << ": " << r.per_replica.to_string() << " project " << project;
+                if (!got.placement) continue;
+                ASSERT_EQ(got.placement->cluster_id + "/" + got.placement->placements.front().node + " " +
+                              got.placement->per_replica.to_string(),
+                          want.placement->cluster_id + "/" + want.placement->placements.front().node + " " +
+                              want.placement->per_replica.to_string())
+                    << when << ": " << r.per_replica.to_string() << " project " << project << " policy "
+                    << (policy == PlacementPolicy::spread ? "spread" : "binpack")
+                    << (loads == &state ? "" : (loads == &freed ? " on an overlay" : " without holds"));
+                continue;
+              }
               CycleState::Best got = state.best_single(*loads, cs, g, r, project, policy);
               if (!got.applies) continue;  // the first few asks, before the order is built
               ++compared;
@@ -145,8 +170,10 @@ class FreeOrderTest : public ::testing::Test {
     for (std::size_t w : taken) state.put_back(w, freed);
     EXPECT_GT(compared, 1000) << when;
     EXPECT_GT(fitting_compared, 100) << when;
+    EXPECT_GT(any_compared, 100) << when;
   }
   int fitting_compared = 0;
+  int any_compared = 0;
 
   Fleet fleet;
 };
@@ -171,6 +198,53 @@ TEST_F(FreeOrderTest, TheBestNodeIsTheOneSelectionPicksFromEveryFeasibleNode) {
   if (HasFailure()) return;
   state.end_cycle();
   expect_same_best(state, "after the cycle");
+}
+
+TEST(FreeOrderManyTypes, GpuAnyFindsNodesOfTypesPastTheOrderedOnes) {
+  // 70 GPU types: types numbered past 64 have no order of their own, so
+  // their nodes are asked one by one; the attempts are still select_gang's.
+  Fleet fleet;
+  auto cluster = fleet.cluster("c1");
+  std::string quota;
+  for (int i = 0; i < 70; ++i) {
+    std::string type = "gpu/t" + std::to_string(100 + i);
+    int gpus = 1 + i % 8;
+    // Fewer cpus past the ordered types: binpack ranks those nodes first.
+    cluster.node("n" + std::to_string(100 + i),
+                 std::string(i < 64 ? "cpu:64" : "cpu:16") + ",memory:512Gi," + type + ":" + std::to_string(gpus));
+    quota += (i ? "," : "") + type + ":100";
+  }
+  fleet.group("rg", quota, {"c1"});
+  CycleState state(fleet.snapshot);
+  const ResourceGroup& g = *state.group("rg");
+  Task task;
+  task.id = "t";
+  int compared = 0;
+  int past_ordered = 0;  // placements on a node of a type numbered past 64
+  for (int round = 0; round < 100; ++round) {
+    for (int gpus : {1, 3, 6}) {
+      for (PlacementPolicy policy : {PlacementPolicy::binpack, PlacementPolicy::spread}) {
+        Task t;
+        t.step.resources = res("gpu/any:" + std::to_string(gpus));
+        Request r = *request_of(t);
+        SelectOptions options;
+        options.loads = &state;
+        options.policy = policy;
+        Selection want = select_gang(state, g, task, r, feasible_nodes(state, state, {"c1"}, g, r, false).fit, options);
+        auto best = state.best_single_per_type(state, {"c1"}, g, r, kNoProject, policy);
+        if (!best) continue;
+        ++compared;
+        Selection got = best->empty() ? Selection{} : select_any_single(state, g, task, r, *best, options);
+        ASSERT_EQ(got.placement.has_value(), want.placement.has_value());
+        if (!got.placement) continue;
+        ASSERT_EQ(got.placement->placements.front().node, want.placement->placements.front().node)
+            << gpus << (policy == PlacementPolicy::spread ? " spread" : " binpack");
+        if (policy == PlacementPolicy::binpack) past_ordered += got.placement->placements.front().node >= "n164";
+      }
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_GT(past_ordered, 50);
 }
 
 }  // namespace
