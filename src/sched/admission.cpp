@@ -210,9 +210,8 @@ Wide QuotaBook::in_use(const Account* a, Resource r, bool count_held) {
   return n;
 }
 
-std::vector<std::pair<std::string, std::int64_t>> QuotaBook::top_holders(const Account* a,
-                                                                       std::string_view resource) const {
-  std::vector<std::pair<std::string, std::int64_t>> out;
+reasons::NamedAmounts QuotaBook::top_holders(const Account* a, std::string_view resource) const {
+  reasons::NamedAmounts out;
   if (a == nullptr || a->holdings.empty()) return out;
   // A group's holders are a few project groups: a flat list, kept sorted by
   // name (the order the stable sort below starts from).
@@ -226,7 +225,7 @@ std::vector<std::pair<std::string, std::int64_t>> QuotaBook::top_holders(const A
   }
   for (const auto& [holder, amounts] : sums) {
     Wide amount = amounts.get(resource);
-    if (amount > 0) out.emplace_back(std::string(holder), narrow(amount));
+    if (amount > 0) out.emplace_back(holder, narrow(amount));
   }
   std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
   if (out.size() > 3) out.resize(3);
@@ -381,7 +380,7 @@ void append_text(std::string& k, std::string_view text) {
   k.append(text);
 }
 
-void append_pairs(std::string& k, const std::vector<std::pair<std::string, std::int64_t>>& items) {
+void append_pairs(std::string& k, const reasons::NamedAmounts& items) {
   append_raw(k, items.size());
   for (const auto& [name, amount] : items) {
     append_text(k, name);

@@ -187,7 +187,7 @@ class QuotaBook {
   CohortSums cohort_sums(const Account* a, const ResourceGroup& group, Resource r, bool count_held) const;
   static Wide in_use(const Account* a, Resource r, bool count_held);
   Wide borrowed(const Account* a, Resource r) const;
-  std::vector<std::pair<std::string, std::int64_t>> top_holders(const Account* a, std::string_view resource) const;
+  std::vector<std::pair<std::string_view, std::int64_t>> top_holders(const Account* a, std::string_view resource) const;
   // Calls `refused` with the figures of each resource check() refuses.
   template <class F>
   void each_refusal(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,

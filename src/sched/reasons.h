@@ -19,22 +19,25 @@ PendingReason dependencies(const std::vector<std::string>& task_ids);
 PendingReason unknown_group(std::string_view group);
 
 // The figures of a quota refusal.
+// Views of strings the caller keeps while the reason is worded (built for
+// every quota refusal a cycle explains: no copies).
+using NamedAmounts = std::vector<std::pair<std::string_view, std::int64_t>>;
 struct QuotaFigures {
-  std::string resource_group;
-  std::string resource;
+  std::string_view resource_group;
+  std::string_view resource;
   std::int64_t used = 0;
   std::int64_t requested = 0;
   std::int64_t guaranteed = 0;
   std::int64_t limit = 0;  // what the group could reach now (guarantee, or with borrowing)
   // Who holds it: project groups of this resource group, largest first.
-  std::vector<std::pair<std::string, std::int64_t>> holders;
+  NamedAmounts holders;
   // Set when the group may borrow from a cohort (its max is above its guarantee).
-  std::string cohort;
+  std::string_view cohort;
   std::int64_t ceiling = 0;
   std::int64_t cohort_idle = 0;
   bool may_borrow = true;  // false: the task's priority class is not preemptible
   // Groups of the cohort holding above their guarantee, largest first.
-  std::vector<std::pair<std::string, std::int64_t>> borrowers;
+  NamedAmounts borrowers;
 };
 
 // "quota: gpu/nvidia-a100-80gb 8 of 8 in use by rg-proj-b (proj-b 6, proj-x 2),
