@@ -78,23 +78,23 @@ QuotaBook::Account& QuotaBook::account_for(std::string_view group) {
   return a;
 }
 
-std::optional<std::int64_t> QuotaBook::limit_of(const Account* a, const ResourceGroup& group, Resource r) const {
-  if (a == nullptr || a->group != &group) return quota_limit(group, r.name);
+std::optional<std::int64_t> QuotaBook::kept_limit(const Account& a, Resource r, std::int64_t Limit::*field) const {
   // Every name of a group's quota has an id: one without is not named.
   if (r.id < 0) return r.name == kCpu || r.name == kMemory ? std::nullopt : std::optional<std::int64_t>(0);
   auto i = static_cast<std::size_t>(r.id);
-  if (i < a->limits.size() && a->limits[i].named) return a->limits[i].guaranteed;
+  if (i < a.limits.size() && a.limits[i].named) return a.limits[i].*field;
   if (open_by_default_[i]) return std::nullopt;
   return 0;
 }
 
+std::optional<std::int64_t> QuotaBook::limit_of(const Account* a, const ResourceGroup& group, Resource r) const {
+  if (a == nullptr || a->group != &group) return quota_limit(group, r.name);
+  return kept_limit(*a, r, &Limit::guaranteed);
+}
+
 std::optional<std::int64_t> QuotaBook::ceiling_of(const Account* a, const ResourceGroup& group, Resource r) const {
   if (a == nullptr || a->group != &group) return quota_ceiling(group, r.name);
-  if (r.id < 0) return r.name == kCpu || r.name == kMemory ? std::nullopt : std::optional<std::int64_t>(0);
-  auto i = static_cast<std::size_t>(r.id);
-  if (i < a->limits.size() && a->limits[i].named) return a->limits[i].ceiling;
-  if (open_by_default_[i]) return std::nullopt;
-  return 0;
+  return kept_limit(*a, r, &Limit::ceiling);
 }
 
 const ResourceGroup* QuotaBook::group(std::string_view name) const {

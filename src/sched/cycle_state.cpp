@@ -766,6 +766,14 @@ bool CycleState::order_ready() const {
   return true;
 }
 
+CycleState::FewNodes CycleState::ranks_of(const std::vector<std::string>& clusters) const {
+  FewNodes ranks;
+  for (const auto& id : clusters) {
+    if (auto r = cluster_rank_.find(id); r != cluster_rank_.end()) ranks.push_back(r->second);
+  }
+  return ranks;
+}
+
 CycleState::Best CycleState::best_single(const LoadView& loads, const std::vector<std::string>& clusters,
                                          const ResourceGroup& group, const Request& request, ProjectId project,
                                          PlacementPolicy policy) const {
@@ -782,24 +790,21 @@ CycleState::Best CycleState::best_single(const LoadView& loads, const std::vecto
   // Nodes that may be the best: per cluster, the first that fits of those
   // with GPU work of no other project, and the first of all.
   FewNodes candidates;
-  FewNodes ranks;
+  const FewNodes ranks = ranks_of(clusters);
   const Wide need = need_in_order(request);
-  for (const auto& id : clusters) {
-    auto r = cluster_rank_.find(id);
-    if (r == cluster_rank_.end()) continue;
-    ranks.push_back(r->second);
+  for (std::size_t rank : ranks) {
     if (gpu) {
       auto other_project = [&](const FreeOrder::Entry& e) {
         return skip(e) || (e.holder != kNoProject && e.holder != project);
       };
-      if (auto i = walk(order_->single(r->second, request.gpu_type_id), need, spread, other_project, fits)) {
+      if (auto i = walk(order_->single(rank, request.gpu_type_id), need, spread, other_project, fits)) {
         candidates.push_back(*i);
       }
-      if (auto i = walk(order_->offering(r->second, request.gpu_type_id), need, spread, skip, fits)) {
+      if (auto i = walk(order_->offering(rank, request.gpu_type_id), need, spread, skip, fits)) {
         candidates.push_back(*i);
       }
     } else {
-      if (auto i = walk(order_->cpu(r->second), need, spread, skip, fits)) candidates.push_back(*i);
+      if (auto i = walk(order_->cpu(rank), need, spread, skip, fits)) candidates.push_back(*i);
     }
   }
   for (std::size_t i : out_of_order_nodes(o, ranks, request)) {
@@ -834,7 +839,7 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
   // gpu/any: a node with GPUs of no ordered type would be missed.
   if (gpu && request.any_gpu() && !order_->orders_every_gpu_node()) return std::nullopt;
   std::vector<std::size_t> out;
-  FewNodes ranks;
+  const FewNodes ranks = ranks_of(clusters);
   auto take = [&](std::size_t i) {
     if (!node_misfit(nodes_[i], loads.load(i), group, request, o.mode)) out.push_back(i);
   };
@@ -844,14 +849,11 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
       if (!o.out_of_order(it->node, loads_[it->node])) take(it->node);
     }
   };
-  for (const auto& id : clusters) {
-    auto r = cluster_rank_.find(id);
-    if (r == cluster_rank_.end()) continue;
-    ranks.push_back(r->second);
+  for (std::size_t rank : ranks) {
     if (gpu) {
-      for (int t = first_type; t < last_type; ++t) from(order_->offering(r->second, t));
+      for (int t = first_type; t < last_type; ++t) from(order_->offering(rank, t));
     } else {
-      from(order_->cpu(r->second));
+      from(order_->cpu(rank));
     }
   }
   for (std::size_t i : out_of_order_nodes(o, ranks, request)) take(i);
@@ -876,18 +878,15 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
   // type's orders over the nodes whose own type it is (as best_single does
   // for one type); then the nodes asked one by one.
   FewNodes candidates;
-  FewNodes ranks;
+  const FewNodes ranks = ranks_of(clusters);
   const Wide need = need_in_order(request);
-  for (const auto& id : clusters) {
-    auto r = cluster_rank_.find(id);
-    if (r == cluster_rank_.end()) continue;
-    ranks.push_back(r->second);
+  for (std::size_t rank : ranks) {
     for (std::size_t t = 0; t < order_->types(); ++t) {
       auto own = [&](std::size_t i) { return nodes_[i].primary_type == static_cast<int>(t) && fits(i); };
-      if (auto i = walk(order_->single(r->second, static_cast<int>(t)), need, spread, other_project, own)) {
+      if (auto i = walk(order_->single(rank, static_cast<int>(t)), need, spread, other_project, own)) {
         candidates.push_back(*i);
       }
-      if (auto i = walk(order_->offering(r->second, static_cast<int>(t)), need, spread, skip, own)) {
+      if (auto i = walk(order_->offering(rank, static_cast<int>(t)), need, spread, skip, own)) {
         candidates.push_back(*i);
       }
     }

@@ -427,6 +427,8 @@ class CycleState final : public LoadView {
   // A few node indices, kept inline (asked for every fit: no heap).
   using FewNodes = boost::container::small_vector<std::size_t, 16>;
   FewNodes out_of_order_nodes(const Ordered& o, const FewNodes& ranks, const Request& request) const;
+  // The ranks of the clusters this state knows, in the order given.
+  FewNodes ranks_of(const std::vector<std::string>& clusters) const;
   // FreeOrder, built once the state has been asked often enough (false: not yet).
   bool order_ready() const;
   mutable std::unique_ptr<FreeOrder> order_;
