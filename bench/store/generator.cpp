@@ -506,10 +506,12 @@ std::vector<GeneratedTask> Generator::make_pipeline(std::int64_t p) const {
     }
 
     auto quota_reason = [&] {
+      // The figures hold views: the resource's name must outlive them.
+      const std::string gpu = res.per_replica.gpu_type();
+      const std::string resource = gpu.empty() ? "cpu" : "gpu/" + gpu;
       sched::reasons::QuotaFigures f;
       f.resource_group = rg_name;
-      const std::string gpu = res.per_replica.gpu_type();
-      f.resource = gpu.empty() ? "cpu" : "gpu/" + gpu;
+      f.resource = resource;
       f.requested = gpu.empty() ? res.per_replica.cpu_milli() : res.per_replica.gpus() * res.replicas;
       f.guaranteed = f.limit = f.requested * (8 + r.below(56));
       f.used = f.limit - r.below(f.requested);
