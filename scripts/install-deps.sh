@@ -8,6 +8,7 @@ PACKAGES=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev libboost-system1.81-dev
   libyaml-cpp-dev libsqlite3-dev sqlite3 libpq-dev postgresql libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libssl-dev libsodium-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libjemalloc-dev
   chromium fonts-wqy-microhei
   python3 python3-aiosmtpd
   slurm-wlm munge

@@ -149,6 +149,16 @@ TEST_F(UpTest, OverQuotaTaskWaitsAndSaysWhy) {
   EXPECT_NE(text.out.find("quota"), std::string::npos) << text.out;
 }
 
+TEST_F(UpTest, ServerRunsOnTheAllocatorTheBuildChose) {
+  // CUBEPLANE_MALLOC=jemalloc (the default) links jemalloc into `cubeplane`:
+  // the running server has the library mapped; with `system` (and under the
+  // sanitizers) it has not.
+  const std::string maps = read_file("/proc/" + std::to_string(platform_->pid()) + "/maps");
+  ASSERT_FALSE(maps.empty());
+  const bool mapped = maps.find("libjemalloc") != std::string::npos;
+  EXPECT_EQ(mapped, std::string(CUBEPLANE_MALLOC_USED) == "jemalloc") << CUBEPLANE_MALLOC_USED;
+}
+
 TEST_F(UpTest, CancellingARunningTaskKillsItsProcesses) {
   // Cancel stops a running task's whole process group, and the task ends Cancelled.
   std::string work = make_temp_dir("cp-cancel");
