@@ -140,7 +140,7 @@ struct EndToEnd {
   std::int64_t accepted = 0;
   std::int64_t dispatched = 0;
   std::vector<double> latencies_ms;
-  cp::AuditBatch::Stats audit;  // audit rows and the transactions that wrote them
+  cp::ControlPlane::AuditStats audit;  // audit rows: with their change, or in batches of their own
 };
 
 EndToEnd run_end_to_end(cp::Store& store, cp::ObjectStore& objects, int tasks, int clients, int http_threads,
@@ -382,8 +382,9 @@ int main(int argc, char** argv) {
   std::printf("cpu: %.1f s for the end-to-end run, %.0f us a task (clients included)\n", e2e_cpu,
               e2e_cpu * 1e6 / std::max<double>(1, static_cast<double>(e2e.accepted)));
   if (!group_commit.empty()) std::printf("%s\n", group_commit.c_str());
-  std::printf("audit: %lld rows in %lld transactions\n", static_cast<long long>(e2e.audit.rows),
-              static_cast<long long>(e2e.audit.batches));
+  std::printf("audit: %lld rows committed with their change, %lld in %lld transactions of their own\n",
+              static_cast<long long>(e2e.audit.with_changes), static_cast<long long>(e2e.audit.batched.rows),
+              static_cast<long long>(e2e.audit.batched.batches));
   std::printf("raw batched insert (%d tasks a transaction): %.0f tasks/s\n", batch, raw);
   if (e2e.accepted != tasks || e2e.dispatched < e2e.accepted) {
     std::printf("ERROR not every task was accepted and dispatched\n");

@@ -42,6 +42,9 @@ struct Request {
   std::string remote_addr;  // "127.0.0.1:53412"
   std::string request_id;   // the X-Request-Id answered with
   std::string route;        // the matched route pattern (set by the router), for metrics
+  // Set by a handler whose change wrote its own audit row, in the change's
+  // transaction: the router's audit hook then writes none for a success.
+  bool audited = false;
 
   // Header value by (any-case) name; "" when absent.
   std::string header(std::string_view name) const;

@@ -160,7 +160,7 @@ Response Router::handle(Request& req) const {
   Response resp;
   Status st = guarded(req, best->pattern, [&] { resp = best->handler(req); });
   if (!st.ok()) resp = error_response(st.error(), req);
-  if (audited) {
+  if (audited && !(req.audited && resp.status / 100 == 2)) {
     Status a = guarded(req, "audit", [&] { audit_(req, before, resp); });
     if (!a.ok()) spdlog::error("audit of {} {} failed: {}", req.method, req.path, a.error().to_string());
   }

@@ -88,5 +88,9 @@ void add_monitoring_routes(Router& router, ControlPlane& cp);
 void add_approval_routes(Router& router, ControlPlane& cp);
 // Records every change by a user in the audit log (Router::set_audit).
 void audit_changes(Router& router, ControlPlane& cp);
+// The audit row of a request by `user`, without its outcome (status,
+// before, after, error): who, what, from where, and the body (`document`,
+// when the route has parsed it already), secrets redacted.
+AuditEntry audit_entry(const Request& req, const std::string& user, const json::value* document = nullptr);
 
 }  // namespace cp::http::detail

@@ -31,28 +31,11 @@ json::value alert_json(const Alert& a, bool chinese) {
   return v;
 }
 
-// Secrets never reach the audit log: tokens, credentials and hashes in a
-// body or an answer are replaced.
-void redact(json::value& v) {
-  if (v.is_object()) {
-    for (auto& kv : v.as_object()) {
-      const std::string_view k = kv.key();
-      if (k == "token" || k == "credential" || k == "secret" || k == "password" || k == "hash") {
-        kv.value() = "[redacted]";
-      } else {
-        redact(kv.value());
-      }
-    }
-  } else if (v.is_array()) {
-    for (auto& e : v.as_array()) redact(e);
-  }
-}
-
 json::value json_of(const Response& r) {
   if (r.stream || r.deferred || r.content_type.rfind("application/json", 0) != 0 || r.body.empty()) return nullptr;
   auto v = parse_json(r.body);
   if (!v.ok()) return nullptr;
-  redact(*v);
+  redact_secrets(*v);
   return *v;
 }
 
@@ -75,28 +58,36 @@ bool is_dry_run(const Router& router, const Request& req) {
 
 }  // namespace
 
+AuditEntry audit_entry(const Request& req, const std::string& user, const json::value* document) {
+  AuditEntry e;
+  e.user = user;
+  e.method = req.method;
+  e.path = req.target;
+  e.route = req.route;
+  e.remote_addr = req.remote_addr;
+  e.request_id = req.request_id;
+  if (document != nullptr) {
+    e.request = *document;
+    redact_secrets(e.request);
+  } else if (!req.body.empty()) {
+    auto body = document_body(req);
+    if (body.ok()) {
+      e.request = std::move(*body);
+      redact_secrets(e.request);
+    } else {
+      e.request = req.body.substr(0, 4096);
+    }
+  }
+  return e;
+}
+
 void audit_changes(Router& router, ControlPlane& cp) {
   router.set_audit([&router, &cp](const Request& req, const std::optional<Response>& before, const Response& answer) {
     if (is_dry_run(router, req)) return;  // changes nothing
     auto p = cp.authenticate(bearer_token(req));
     if (!p.ok()) return;  // not a user: nothing was changed, nobody to name
-    AuditEntry e;
-    e.user = p->user;
-    e.method = req.method;
-    e.path = req.target;
-    e.route = req.route;
+    AuditEntry e = audit_entry(req, p->user);
     e.status = answer.status;
-    e.remote_addr = req.remote_addr;
-    e.request_id = req.request_id;
-    if (!req.body.empty()) {
-      auto body = document_body(req);
-      if (body.ok()) {
-        e.request = *body;
-        redact(e.request);
-      } else {
-        e.request = req.body.substr(0, 4096);
-      }
-    }
     if (before && before->status / 100 == 2) e.before = json_of(*before);
     if (answer.status / 100 == 2) {
       if (req.method != "DELETE") e.after = json_of(answer);

@@ -99,4 +99,9 @@ BOOST_DESCRIBE_STRUCT(AuditEntry, (),
                       (id, at, user, method, path, route, status, remote_addr, request_id, request, before, after,
                        error))
 
+// Secrets never reach the audit log: in a body or an answer, the value of
+// every key named token, credential, secret, password or hash, at any
+// depth, becomes "[redacted]".
+void redact_secrets(json::value& v);
+
 }  // namespace cp

@@ -182,7 +182,11 @@ class ControlPlane {
   // Returns {"pipeline": ..., "tasks": [{id, name, state}]}. A dry run makes
   // every check and writes nothing: {"dry_run": true, "pipeline", "tasks":
   // [{name, state, resources}]}.
-  Result<json::object> submit_pipeline(const Principal& p, const json::value& doc, bool dry_run = false);
+  // `audit` (not for a dry run): the request's audit row, outcome and all
+  // but `after`, written in the submit's own transaction with the answer as
+  // `after` (the HTTP route's; its audit hook then writes none).
+  Result<json::object> submit_pipeline(const Principal& p, const json::value& doc, bool dry_run = false,
+                                       const AuditEntry* audit = nullptr);
   Result<json::object> get_pipeline(const Principal& p, const std::string& id);
   Result<TaskPage> list_tasks(const Principal& p, TaskQuery q);
   // Task JSON plus "attempts".
@@ -288,7 +292,13 @@ class ControlPlane {
   // Stores one change made through the API (the HTTP layer fills it; the id
   // and time are set here). Read by admins only.
   Status record_audit(AuditEntry e);
-  AuditBatch::Stats audit_stats() const { return audit_batch_.stats(); }
+  struct AuditStats {
+    AuditBatch::Stats batched;         // rows written after their request, in batches
+    std::int64_t with_changes = 0;     // rows committed with their change (submits)
+  };
+  AuditStats audit_stats() const {
+    return {audit_batch_.stats(), audit_with_changes_.load(std::memory_order_relaxed)};
+  }
   Result<AuditPage> list_audit(const Principal& p, AuditQuery q);
 
   Result<MetricsSnapshot> metrics();
@@ -302,6 +312,7 @@ class ControlPlane {
 
   Store& store_;
   AuditBatch audit_batch_{store_};  // record_audit: rows of concurrent requests in one transaction
+  std::atomic<std::int64_t> audit_with_changes_{0};
   ObjectStore& objects_;
   const Clock& clock_;
   ServerConfig config_;

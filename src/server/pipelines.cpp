@@ -64,7 +64,8 @@ Status check_task_maximum(const Step& step, const ResourceGroup& rg, const std::
 
 }  // namespace
 
-Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const json::value& doc, bool dry_run) {
+Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const json::value& doc, bool dry_run,
+                                                   const AuditEntry* audit) {
   if (p.kind != Principal::Kind::user) return forbidden_for(p, "submit pipelines", "提交流水线");
   CP_ASSIGN(auto pipeline, pipeline_from_document(doc));
   if (pipeline.project_group.empty()) {
@@ -79,6 +80,7 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
   pipeline.submitted_by = p.user;
   pipeline.created_at = now;
   json::array task_list;
+  json::object answer;  // what a submit that is not a dry run answers
 
   const Pipeline submitted = pipeline;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
@@ -182,14 +184,28 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
       item["state"] = "Queued";
       task_list.push_back(std::move(item));
     }
+    answer = json::object();
+    answer["pipeline"] = to_json(pipeline);
+    answer["tasks"] = task_list;
+    if (audit != nullptr) {
+      // Committed with the tasks or not at all: no accepted submit lacks
+      // its row, and none waits for a second commit.
+      AuditEntry e = *audit;
+      e.at = now;
+      e.id = new_id("audit", now);
+      e.after = answer;
+      redact_secrets(e.after);
+      CP_TRY(tx.append_audit(e));
+    }
     return {};
   }));
-  json::object out;
-  if (dry_run) {
-    out["dry_run"] = true;
-  } else {
+  if (!dry_run) {
+    if (audit != nullptr) audit_with_changes_.fetch_add(1, std::memory_order_relaxed);
     wake_scheduler();
+    return answer;
   }
+  json::object out;
+  out["dry_run"] = true;
   out["pipeline"] = to_json(pipeline);
   out["tasks"] = std::move(task_list);
   return out;

@@ -261,5 +261,41 @@ TEST_F(AuditTest, EveryMutatingRouteWritesAnAuditRow) {
   }
 }
 
+// A submit writes its row in its own transaction (one commit, not two): the
+// row must be the one the audit hook would have written after the answer:
+// the answer as `after`, the document as `request`, secrets redacted in both.
+TEST_F(AuditTest, ASubmitsRowIsItsAnswerWrittenWithItsTasks) {
+  seed();
+  const std::string yaml =
+      "apiVersion: cubeplane/v1\nkind: Pipeline\nmetadata: {name: p, project_group: pa}\nspec:\n"
+      "  priority: batch\n  steps:\n    - name: train\n      command: [\"true\"]\n"
+      "      env: {password: hunter2, EPOCHS: \"3\"}\n      resources: {cpu: \"1\"}\n";
+  auto r = call("POST", "/api/v1/pipelines", alice_, yaml, kYaml);
+  ASSERT_EQ(r.status, 201) << r.body;
+  json::value answer = parse(r);
+  const auto rows = audit_rows();
+  ASSERT_FALSE(rows.empty());
+  const auto& row = rows.front().as_object();  // newest first
+  EXPECT_EQ(row.at("route").as_string(), "/api/v1/pipelines");
+  EXPECT_EQ(row.at("status").as_int64(), 201);
+  EXPECT_EQ(row.at("user").as_string(), "alice");
+  EXPECT_FALSE(row.at("request_id").as_string().empty());
+  EXPECT_EQ(row.at("error").as_string(), "");
+  EXPECT_TRUE(row.at("before").is_null());
+  // The answer shows the step's env as given; the row, redacted.
+  auto& env = answer.at("pipeline").at("steps").at(0).at("env").as_object();
+  EXPECT_EQ(env.at("password").as_string(), "hunter2");
+  env["password"] = "[redacted]";
+  EXPECT_EQ(row.at("after"), answer);
+  EXPECT_EQ(row.at("request").at("spec").at("steps").at(0).at("env").at("password").as_string(), "[redacted]");
+  EXPECT_EQ(r.body.find("hunter2") != std::string::npos, true);
+  auto log = call("GET", "/api/v1/audit?limit=1000", admin_);
+  EXPECT_EQ(log.body.find("hunter2"), std::string::npos);
+  // One row for the submit, none from the hook beside it.
+  std::size_t submits = 0;
+  for (const auto& x : rows) submits += x.at("route").as_string() == "/api/v1/pipelines";
+  EXPECT_EQ(submits, 1u);
+}
+
 }  // namespace
 }  // namespace cp::http
