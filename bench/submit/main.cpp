@@ -359,10 +359,12 @@ int main(int argc, char** argv) {
       const auto g = sqlite->group_stats();
       const auto wal = cp::sqlite::wal_batching_stats();
       group_commit = fmt::format(
-          "group commit: {} transactions for {} writes ({:.2f} a transaction), writer busy {:.1f} s of {:.1f} s; "
-          "WAL: {} writes by SQLite in {} to the file",
+          "group commit: {} transactions for {} writes ({:.2f} a transaction), writer busy {:.1f} s of {:.1f} s "
+          "({:.1f} s of it on a CPU); WAL: {} writes by SQLite in {} to the file",
           g.groups, g.writes, g.groups ? static_cast<double>(g.writes) / static_cast<double>(g.groups) : 0.0,
-          g.busy_s, e2e.seconds_to_dispatch, wal.writes - wal0.writes, wal.flushes - wal0.flushes);
+          g.busy_s, e2e.seconds_to_dispatch, g.busy_cpu_s, wal.writes - wal0.writes, wal.flushes - wal0.flushes);
+      const auto ck = sqlite->checkpoint_stats();
+      group_commit += fmt::format("; checkpoints: {} in the background, {} by the writer", ck.background, ck.by_writer);
     }
     // The same rows, into the same database, with nothing else running.
     raw = raw_insert_per_sec(*store, tasks, batch);

@@ -288,6 +288,48 @@ TEST_F(SqliteFileTest, ABodyOfAGroupKnowsTheTasksTheBodiesBeforeItWrote) {
   }));
 }
 
+TEST_F(SqliteFileTest, TheWalIsCheckpointedInTheBackgroundNotByTheWriter) {
+  // Past checkpoint_pages the writer's commit only wakes the checkpoint
+  // thread; the log is copied back by it, and the writer never checkpoints
+  // while the thread keeps up (it would past twice as many pages).
+  SqliteOptions options;
+  options.checkpoint_pages = 32;
+  auto store = open(options);
+  ASSERT_NE(store, nullptr);
+  // The migrations' big commits may pass the writer's mark on their own;
+  // closing the last connection checkpoints and removes the log.
+  ASSERT_OK(store->migrate());
+  store.reset();
+  store = open(options);
+  ASSERT_NE(store, nullptr);
+  const auto before = store->checkpoint_stats();
+  const auto wal = fs::path(path_.string() + "-wal");
+  for (int i = 0; i < 400; ++i) {
+    ASSERT_OK(store->write([&](Tx& tx) { return tx.insert_task(make_task("t-" + std::to_string(i), 1000 + i)); }));
+    // Wait for a woken checkpoint before going on, so that the log never
+    // outgrows the thread on a slow machine.
+    ASSERT_TRUE(eventually([&] { return !store->checkpoint_stats().pending; }));
+  }
+  const auto stats = store->checkpoint_stats();
+  EXPECT_GE(stats.background - before.background, 10);
+  EXPECT_EQ(stats.by_writer, before.by_writer);
+  EXPECT_EQ(stats.failed, 0);
+  // The log was restarted from its start after checkpoints: the 400
+  // commits wrote some 4,000 pages (16 MiB), the file holds a few dozen.
+  EXPECT_LT(fs::file_size(wal), 1u << 20);
+  // Everything committed reads back, here and after a reopen.
+  store.reset();
+  store = open(options);
+  ASSERT_NE(store, nullptr);
+  EXPECT_OK(store->read([](Tx& tx) -> Status {
+    for (int i = 0; i < 400; i += 57) {
+      CP_ASSIGN(auto t, tx.get_task("t-" + std::to_string(i)));
+      EXPECT_TRUE(t.has_value()) << i;
+    }
+    return {};
+  }));
+}
+
 // -------------------------------------------------------------- task cursor
 
 TEST(TaskCursor, RoundTripsAndRefusesWhatItDidNotMake) {

@@ -85,6 +85,9 @@ class Connection {
   bool in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
   // Rows changed by the last INSERT, UPDATE or DELETE.
   std::int64_t changes() const { return sqlite3_changes64(db_); }
+  // The handle itself, for the few calls this class does not wrap (the WAL
+  // hook and checkpoints, wal_checkpointer.h).
+  sqlite3* handle() const { return db_; }
 
   // Whether some call failed with SQLITE_BUSY/LOCKED since clear_busy(). A
   // transaction body may turn that error into its own, so the store asks

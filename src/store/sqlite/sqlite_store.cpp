@@ -1,5 +1,7 @@
 #include "store/sqlite/sqlite_store.h"
 
+#include <time.h>
+
 #include <chrono>
 
 #include "store/sqlite/sqlite_tx.h"
@@ -14,6 +16,13 @@ Error invalid_url(std::string_view url, const std::string& why) {
           "无效的存储 URL \"" + std::string(url) + "\"：" + why, {}};
   e.details["url"] = url;
   return e;
+}
+
+// CPU time of the calling thread (for the writer's statistics).
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 // The store whose transaction the calling thread is in, if any.
@@ -111,10 +120,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& opti
   // pages it just wrote. At most this much memory, used as needed.
   CP_TRY(conn->execute("PRAGMA cache_size = " + std::to_string(-kWriterCacheKib)));
   // Checkpoints (copying the WAL back into the database, with an fsync)
-  // every kCheckpointPages pages instead of SQLite's 1,000: a page written
+  // every checkpoint_pages pages instead of SQLite's 1,000: a page written
   // by many commits in between is copied once. The WAL grows to about
-  // kCheckpointPages x 4 KiB before it is reused.
-  CP_TRY(conn->execute("PRAGMA wal_autocheckpoint = " + std::to_string(kCheckpointPages)));
+  // checkpoint_pages x 4 KiB before it is reused. For a database file they
+  // run in a thread of their own (WalCheckpointer, below), not in a commit.
+  CP_TRY(conn->execute("PRAGMA wal_autocheckpoint = " + std::to_string(options.checkpoint_pages)));
   // Group commit runs each write body behind a SAVEPOINT (commit_group), so
   // every page a body changes first has its old content kept in a
   // sub-journal. SQLite keeps that journal in memory only up to 64 KiB and
@@ -133,7 +143,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& opti
       readers.push_back(std::move(reader));
     }
   }
-  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(conn), std::move(readers), options));
+  auto store = std::unique_ptr<SqliteStore>(new SqliteStore(std::move(conn), std::move(readers), options));
+  if (options.path != ":memory:") {
+    sqlite::WalCheckpointer::Options ckpt;
+    ckpt.path = options.path;
+    ckpt.pages = options.checkpoint_pages;
+    ckpt.backstop_pages = 2 * options.checkpoint_pages;
+    ckpt.synchronous_full = options.synchronous == SqliteSynchronous::full;
+    CP_ASSIGN(store->checkpointer_, sqlite::WalCheckpointer::start(ckpt, *store->conn_));
+  }
+  return store;
 }
 
 SqliteStore::SqliteStore(std::unique_ptr<sqlite::Connection> conn,
@@ -150,6 +169,7 @@ void SqliteStore::check_not_nested(const char* what) const {
 }
 
 SqliteStore::~SqliteStore() {
+  checkpointer_.reset();  // unhooks the writer before anything else it runs
   std::lock_guard lock(mu_);
   // Cheap, and keeps the query planner's statistics fresh across restarts.
   (void)conn_->execute("PRAGMA optimize");
@@ -175,8 +195,10 @@ Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
       std::lock_guard store_lock(mu_);
       InTransaction mark(this);
       const auto start = std::chrono::steady_clock::now();
+      const std::int64_t cpu_start = thread_cpu_ns();
       commit_group(group);
       const auto took = std::chrono::steady_clock::now() - start;
+      writer_cpu_ns_.fetch_add(thread_cpu_ns() - cpu_start, std::memory_order_relaxed);
       groups_.fetch_add(1, std::memory_order_relaxed);
       grouped_writes_.fetch_add(static_cast<std::int64_t>(group.size()), std::memory_order_relaxed);
       writer_busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(),
@@ -238,7 +260,12 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
 
 SqliteStore::GroupStats SqliteStore::group_stats() const {
   return {groups_.load(std::memory_order_relaxed), grouped_writes_.load(std::memory_order_relaxed),
-          static_cast<double>(writer_busy_ns_.load(std::memory_order_relaxed)) / 1e9};
+          static_cast<double>(writer_busy_ns_.load(std::memory_order_relaxed)) / 1e9,
+          static_cast<double>(writer_cpu_ns_.load(std::memory_order_relaxed)) / 1e9};
+}
+
+sqlite::WalCheckpointer::Stats SqliteStore::checkpoint_stats() const {
+  return checkpointer_ ? checkpointer_->stats() : sqlite::WalCheckpointer::Stats{};
 }
 
 std::size_t SqliteStore::queued_writes() const {

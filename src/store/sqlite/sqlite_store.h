@@ -38,6 +38,7 @@
 #include "common/clock.h"
 #include "store/migrations.h"
 #include "store/sqlite/sqlite_connection.h"
+#include "store/sqlite/wal_checkpointer.h"
 #include "store/store.h"
 
 namespace cp {
@@ -51,6 +52,9 @@ struct SqliteOptions {
   // How long one statement waits for another connection's lock before
   // SQLITE_BUSY. Not in the URL: only tests want anything but the default.
   int busy_timeout_ms = 5000;
+  // WAL pages that wake the background checkpoint (wal_checkpointer.h); the
+  // writer checkpoints itself at four times as many. Tests make it small.
+  int checkpoint_pages = 10'000;
 };
 
 // "sqlite:///abs/path/to/db[?synchronous=normal|full]" or "sqlite::memory:".
@@ -70,13 +74,19 @@ class SqliteStore final : public Store {
   ChangeJournal* changes() override { return &changes_; }
 
   // Group commit so far (for the benchmark): transactions, the write()s
-  // they carried, and the seconds the writer spent running them.
+  // they carried, the seconds the writer spent running them, and of those
+  // the seconds its thread was on a CPU (the rest it waited: for a core,
+  // or for the disk).
   struct GroupStats {
     std::int64_t groups = 0;
     std::int64_t writes = 0;
     double busy_s = 0;
+    double busy_cpu_s = 0;
   };
   GroupStats group_stats() const;
+  // Checkpoints of the WAL so far: by the background thread, by the writer
+  // (the log outgrew the thread). None for an in-memory database.
+  sqlite::WalCheckpointer::Stats checkpoint_stats() const;
   // write()s waiting for the group being committed to end (for tests).
   std::size_t queued_writes() const;
 
@@ -85,11 +95,9 @@ class SqliteStore final : public Store {
   static constexpr int kBusyRetries = 5;
   // Read-only connections of a database file.
   static constexpr int kReaders = 4;
-  // Page cache, at most, of the writer and of each reader (KiB), and the
-  // WAL pages between automatic checkpoints (see open()).
+  // Page cache, at most, of the writer and of each reader (KiB).
   static constexpr int kWriterCacheKib = 64 * 1024;
   static constexpr int kReaderCacheKib = 16 * 1024;
-  static constexpr int kCheckpointPages = 10'000;
 
  private:
   enum class TxKind { read, write };
@@ -136,8 +144,10 @@ class SqliteStore final : public Store {
   std::atomic<std::int64_t> groups_{0};
   std::atomic<std::int64_t> grouped_writes_{0};
   std::atomic<std::int64_t> writer_busy_ns_{0};
+  std::atomic<std::int64_t> writer_cpu_ns_{0};
   ChangeJournal changes_;
-
+  // Checkpoints the WAL of a database file from a thread of its own.
+  std::unique_ptr<sqlite::WalCheckpointer> checkpointer_;
 };
 
 }  // namespace cp
