@@ -330,6 +330,38 @@ TEST_F(SqliteFileTest, TheWalIsCheckpointedInTheBackgroundNotByTheWriter) {
   }));
 }
 
+TEST_F(SqliteFileTest, AnUpdateThatMovesATasksFixedColumnsStillWritesThem) {
+  // update_task sets only the columns that move (state, cluster, times,
+  // document); a task whose resource group or creation time did change
+  // must still be found by them.
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  Task t = make_task("t-move", 1000);
+  ASSERT_OK(store->write([&](Tx& tx) { return tx.insert_task(t); }));
+  t.state = TaskState::Admitted;
+  t.updated_at = 2000;
+  ASSERT_OK(store->write([&](Tx& tx) { return tx.update_task(t); }));  // the narrow update
+  t.resource_group = "rg-other";
+  t.created_at = 1500;
+  ASSERT_OK(store->write([&](Tx& tx) { return tx.update_task(t); }));  // the whole row
+  RawSqlite raw(path_);
+  EXPECT_EQ(raw.text("SELECT resource_group || ' ' || created_at || ' ' || state FROM tasks WHERE id = 't-move'"),
+            "rg-other 1500 Admitted");
+  EXPECT_OK(store->read([](Tx& tx) -> Status {
+    TaskQuery q;
+    q.resource_group = "rg-other";
+    CP_ASSIGN(auto page, tx.list_tasks(q));
+    EXPECT_EQ(page.items.size(), 1u);
+    return {};
+  }));
+  // A task that is not there is still 404.
+  Task missing = make_task("t-none", 1000);
+  Status st = store->write([&](Tx& tx) { return tx.update_task(missing); });
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().status, 404);
+}
+
 // -------------------------------------------------------------- task cursor
 
 TEST(TaskCursor, RoundTripsAndRefusesWhatItDidNotMake) {

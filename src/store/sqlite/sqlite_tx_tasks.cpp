@@ -37,6 +37,18 @@ Status SqliteTx::insert_task(const Task& t) {
 
 Status SqliteTx::update_task(const Task& t) {
   noted_task(t.id);
+  // SQLite rewrites every index that holds a column the UPDATE sets, changed
+  // or not. A task's pipeline, project group, resource group and creation
+  // time are set once, so the common update sets only what moves and leaves
+  // three of the eight indices alone (tasks_created, tasks_pipeline,
+  // tasks_group_created). Should one of those have changed after all, it
+  // matches no row and the whole row is written below.
+  CP_ASSIGN(std::int64_t n,
+            modify("UPDATE tasks SET assigned_cluster = ?, state = ?, updated_at = ?, doc = ? "
+                   "WHERE id = ? AND pipeline_id = ? AND project_group = ? AND resource_group = ? AND created_at = ?",
+                   {t.assigned_cluster, enum_name(t.state), t.updated_at, encode_row(t), t.id, t.pipeline_id,
+                    t.project_group, t.resource_group, t.created_at}));
+  if (n == 1) return {};
   return modify_one(
       "UPDATE tasks SET pipeline_id = ?, project_group = ?, resource_group = ?, assigned_cluster = ?, state = ?, "
       "created_at = ?, updated_at = ?, doc = ? WHERE id = ?",
