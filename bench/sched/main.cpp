@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "plan_digest.h"
 #include "sched/warm.h"
 #include "synthetic.h"
@@ -54,14 +55,6 @@ struct Options {
   int series_tasks_per_node = 1;
   int series_repeat = 3;  // decide() runs per size; the fastest counts (least disturbed by other load)
 };
-
-// This thread's CPU time: unlike the wall time, it does not grow when other
-// processes take the core, so the two together show how noisy a run was.
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
 
 struct Timed {
   sched::Plan plan;

@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/clock.h"
 #include "database.h"
 #include "generator.h"
 #include "store/row_codec.h"
@@ -67,12 +68,6 @@ struct Options {
   bool table_sizes = false;
   int nice = 0;  // for the measurements: this thread and the server processes of our connections
 };
-
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
-}
 
 // "2.31 3.02 2.87 ..." from /proc/loadavg, with its newline.
 std::string load_average() {

@@ -97,4 +97,10 @@ Millis next_month_start(Millis t) {
   return duration_cast<milliseconds>(sys_days{next / 1}.time_since_epoch()).count();
 }
 
+std::int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 }  // namespace cp

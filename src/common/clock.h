@@ -42,4 +42,10 @@ bool parse_time(std::string_view s, Millis& out);
 Millis month_start(Millis t);
 Millis next_month_start(Millis t);
 
+// CPU time the calling thread has used so far (not a Clock: it measures,
+// it does not date). Beside the wall time it shows how long the thread
+// waited, for a core or for the disk (benchmarks, the SQLite writer's stats).
+std::int64_t thread_cpu_ns();
+inline double thread_cpu_ms() { return static_cast<double>(thread_cpu_ns()) / 1e6; }
+
 }  // namespace cp

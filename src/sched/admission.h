@@ -181,10 +181,10 @@ class QuotaBook {
   // Account for a change: saved first when an undo is open.
   Account& changing(std::string_view group);
   Account& changing(Account& a);
-  // quota_limit/quota_ceiling from the account's copy, when it is that group's.
   // A limit of the account's own group: `field` of its kept Limit, or, for a
   // resource its quota does not name, none (cpu, memory, open) or 0.
   std::optional<std::int64_t> kept_limit(const Account& a, Resource r, std::int64_t Limit::*field) const;
+  // quota_limit/quota_ceiling from the account's copy, when it is that group's.
   std::optional<std::int64_t> limit_of(const Account* a, const ResourceGroup& group, Resource r) const;
   std::optional<std::int64_t> ceiling_of(const Account* a, const ResourceGroup& group, Resource r) const;
   CohortSums cohort_sums(const Account* a, const ResourceGroup& group, Resource r, bool count_held) const;

@@ -80,7 +80,16 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
   pipeline.submitted_by = p.user;
   pipeline.created_at = now;
   json::array task_list;
-  json::object answer;  // what a submit that is not a dry run answers
+  // What a submit that is not a dry run answers. Built inside the write
+  // (the one writer's time) only when its audit row needs it as `after`,
+  // and then answered as it is.
+  auto answer_of = [&] {
+    json::object a;
+    a["pipeline"] = to_json(pipeline);
+    a["tasks"] = task_list;
+    return a;
+  };
+  std::optional<json::object> answer;
 
   const Pipeline submitted = pipeline;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
@@ -89,6 +98,7 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
     // only the tasks of the run that committed.
     pipeline = submitted;
     task_list.clear();
+    answer.reset();
     CP_ASSIGN(auto pg, tx.get_project_group(pipeline.project_group));
     if (!pg) return unknown_reference("metadata.project_group", "project group", pipeline.project_group);
     if (!p.can_submit_to(pg->name)) {
@@ -184,16 +194,14 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
       item["state"] = "Queued";
       task_list.push_back(std::move(item));
     }
-    answer = json::object();
-    answer["pipeline"] = to_json(pipeline);
-    answer["tasks"] = task_list;
     if (audit != nullptr) {
       // Committed with the tasks or not at all: no accepted submit lacks
       // its row, and none waits for a second commit.
       AuditEntry e = *audit;
       e.at = now;
       e.id = new_id("audit", now);
-      e.after = answer;
+      answer = answer_of();
+      e.after = *answer;
       redact_secrets(e.after);
       CP_TRY(tx.append_audit(e));
     }
@@ -202,7 +210,7 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
   if (!dry_run) {
     if (audit != nullptr) audit_with_changes_.fetch_add(1, std::memory_order_relaxed);
     wake_scheduler();
-    return answer;
+    return answer ? std::move(*answer) : answer_of();
   }
   json::object out;
   out["dry_run"] = true;

@@ -1,7 +1,5 @@
 #include "store/sqlite/sqlite_store.h"
 
-#include <time.h>
-
 #include <chrono>
 
 #include "store/sqlite/sqlite_tx.h"
@@ -16,13 +14,6 @@ Error invalid_url(std::string_view url, const std::string& why) {
           "无效的存储 URL \"" + std::string(url) + "\"：" + why, {}};
   e.details["url"] = url;
   return e;
-}
-
-// CPU time of the calling thread (for the writer's statistics).
-std::int64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 // The store whose transaction the calling thread is in, if any.
@@ -119,12 +110,6 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& opti
   // SQLite's default 2 MiB of page cache, a busy writer reads back the
   // pages it just wrote. At most this much memory, used as needed.
   CP_TRY(conn->execute("PRAGMA cache_size = " + std::to_string(-kWriterCacheKib)));
-  // Checkpoints (copying the WAL back into the database, with an fsync)
-  // every checkpoint_pages pages instead of SQLite's 1,000: a page written
-  // by many commits in between is copied once. The WAL grows to about
-  // checkpoint_pages x 4 KiB before it is reused. For a database file they
-  // run in a thread of their own (WalCheckpointer, below), not in a commit.
-  CP_TRY(conn->execute("PRAGMA wal_autocheckpoint = " + std::to_string(options.checkpoint_pages)));
   // Group commit runs each write body behind a SAVEPOINT (commit_group), so
   // every page a body changes first has its old content kept in a
   // sub-journal. SQLite keeps that journal in memory only up to 64 KiB and
@@ -144,6 +129,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& opti
     }
   }
   auto store = std::unique_ptr<SqliteStore>(new SqliteStore(std::move(conn), std::move(readers), options));
+  // Checkpoints (copying the WAL back into the database, with an fsync)
+  // every checkpoint_pages pages instead of SQLite's 1,000, so that a page
+  // written by many commits in between is copied once, and on a thread of
+  // their own, not in a commit. Its WAL hook takes the place of SQLite's
+  // automatic checkpoint; an in-memory database has no log.
   if (options.path != ":memory:") {
     sqlite::WalCheckpointer::Options ckpt;
     ckpt.path = options.path;

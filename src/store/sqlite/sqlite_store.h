@@ -53,7 +53,7 @@ struct SqliteOptions {
   // SQLITE_BUSY. Not in the URL: only tests want anything but the default.
   int busy_timeout_ms = 5000;
   // WAL pages that wake the background checkpoint (wal_checkpointer.h); the
-  // writer checkpoints itself at four times as many. Tests make it small.
+  // writer checkpoints itself at twice as many. Tests make it small.
   int checkpoint_pages = 10'000;
 };
 

@@ -39,9 +39,11 @@ int WalCheckpointer::on_commit(void* self_ptr, sqlite3* db, const char* name, in
     // What SQLite's automatic checkpoint does, in this same place.
     int rc = sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
     std::lock_guard lock(self->mu_);
-    // Busy: the thread is checkpointing right now, which is as good.
-    if (rc == SQLITE_OK) ++self->stats_.by_writer;
-    if (rc != SQLITE_OK && rc != SQLITE_BUSY) ++self->stats_.failed;
+    if (rc == SQLITE_OK) {
+      ++self->stats_.by_writer;
+    } else if (rc != SQLITE_BUSY) {  // busy: the thread is checkpointing right now, as good
+      ++self->stats_.failed;
+    }
   } else if (pages >= self->options_.pages) {
     std::lock_guard lock(self->mu_);
     // A log that did not restart after the last checkpoint (a reader still
@@ -74,10 +76,12 @@ void WalCheckpointer::run() {
     int rc = sqlite3_wal_checkpoint_v2(own_->handle(), "main", SQLITE_CHECKPOINT_PASSIVE, &log, &backfilled);
     lock.lock();
     running_ = false;
-    if (rc == SQLITE_OK) backfilled_ = backfilled;
-    // Busy: the writer ran its own checkpoint meanwhile.
-    if (rc == SQLITE_OK) ++stats_.background;
-    if (rc != SQLITE_OK && rc != SQLITE_BUSY) ++stats_.failed;
+    if (rc == SQLITE_OK) {
+      backfilled_ = backfilled;
+      ++stats_.background;
+    } else if (rc != SQLITE_BUSY) {  // busy: the writer ran its own checkpoint meanwhile
+      ++stats_.failed;
+    }
   }
 }
 
