@@ -38,6 +38,7 @@
 #include "objstore/object_store.h"
 #include "server/control_plane.h"
 #include "server/fleet_config.h"
+#include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/wal_batching_vfs.h"
 #include "store/store.h"
@@ -351,6 +352,8 @@ int main(int argc, char** argv) {
     WithoutJournal without_journal(*store);
     cp::Store& served = no_journal ? static_cast<cp::Store&>(without_journal) : *store;
     const auto wal0 = cp::sqlite::wal_batching_stats();
+    auto* postgres = dynamic_cast<const cp::PostgresStore*>(store.get());
+    const std::int64_t trips0 = postgres != nullptr ? postgres->round_trips() : 0;
     e2e = run_end_to_end(served, *objects, tasks, clients, http_threads, !no_scheduler, !cold_scheduler);
     e2e_cpu = cpu_seconds() - cpu0;
     if (const auto* sqlite = dynamic_cast<const cp::SqliteStore*>(store.get())) {
@@ -365,6 +368,12 @@ int main(int argc, char** argv) {
           g.busy_s, e2e.seconds_to_dispatch, g.busy_cpu_s, wal.writes - wal0.writes, wal.flushes - wal0.flushes);
       const auto ck = sqlite->checkpoint_stats();
       group_commit += fmt::format("; checkpoints: {} in the background, {} by the writer", ck.background, ck.by_writer);
+    }
+    if (postgres != nullptr) {
+      // Every exchange with the server costs both sides a send and a wake-up.
+      const std::int64_t trips = postgres->round_trips() - trips0;
+      group_commit = fmt::format("round trips to PostgreSQL: {} ({:.1f} a task)", trips,
+                                 static_cast<double>(trips) / std::max(1, tasks));
     }
     // The same rows, into the same database, with nothing else running.
     raw = raw_insert_per_sec(*store, tasks, batch);

@@ -99,6 +99,9 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
     pipeline = submitted;
     task_list.clear();
     answer.reset();
+    // Every write below either succeeds or fails the submit: PostgreSQL may
+    // send them all with COMMIT, in one round trip.
+    tx.hold_writes();
     CP_ASSIGN(auto pg, tx.get_project_group(pipeline.project_group));
     if (!pg) return unknown_reference("metadata.project_group", "project group", pipeline.project_group);
     if (!p.can_submit_to(pg->name)) {

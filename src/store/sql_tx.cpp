@@ -476,9 +476,9 @@ Result<ApprovalPage> SqlTx::list_approvals(const ApprovalQuery& q) {
 
 Status SqlTx::append_audit(const AuditEntry& e) {
   if (e.id.empty()) return errors::invalid("audit", "an audit entry needs an id", "审计记录需要 id");
-  CP_TRY(run_modify({"INSERT INTO audit_log (id, at, user_name, doc) VALUES (?, ?, ?, ?)",
-                     {e.id, e.at, e.user, encode_row(e)}}));
-  return {};
+  return run_insert({"INSERT INTO audit_log (id, at, user_name, doc) VALUES (?, ?, ?, ?)",
+                     {e.id, e.at, e.user, encode_row(e)}},
+                    "audit entry", e.id);
 }
 
 Result<AuditPage> SqlTx::list_audit(const AuditQuery& q) {

@@ -186,13 +186,15 @@ class Tx {
     return written_tasks_.contains(id) || (earlier_tasks_ != nullptr && earlier_tasks_->contains(id));
   }
 
-  // From here to the end of the body, insert_attempt, update_task and
-  // append_event may be held back and sent together: PostgreSQL sends one
-  // statement of each kind before the body's next other statement and before
-  // COMMIT, instead of a round trip per row. A held write's error then comes
-  // from that later call, or from write() itself, and append_event returns 0.
-  // For bodies that write many rows and end at any error (the scheduler's
-  // apply). SQLite has no round trips to save and writes at once.
+  // From here to the end of the body, writes whose outcome the body does not
+  // read may be held back and sent together: PostgreSQL sends inserts of new
+  // rows (tasks, pipelines, attempts, events, audit entries) and task updates
+  // with the body's next other statement or with COMMIT, in one round trip,
+  // instead of a round trip per row. A held write's error then comes from
+  // that later call, or from write() itself (a unique violation is the same
+  // already_exists), and append_event returns 0. For bodies that end at any
+  // error (a submit, the scheduler's apply). SQLite has no round trips to
+  // save and writes at once.
   virtual void hold_writes() {}
 
   // Free-form settings (e.g. "admin_token_created").

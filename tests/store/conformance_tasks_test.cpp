@@ -431,6 +431,50 @@ TEST_P(StoreTest, AHeldWriteThatFailsFailsItsWholeBody) {
   EXPECT_TRUE(read([&](Tx& tx) { return tx.list_events(q); }).empty());
 }
 
+TEST_P(StoreTest, AHeldInsertOfAnExistingRowFailsItsBodyEvenAsTheLastWrite) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_pipeline(make_pipeline("p-1", "pg-a")));
+    return tx.insert_task(make_task("t-1", kT0));
+  });
+  // Nothing is read after the conflicting insert: on PostgreSQL it goes to
+  // the server with COMMIT, which must then not happen.
+  Error e = write_error([](Tx& tx) -> Status {
+    tx.hold_writes();
+    CP_TRY(tx.insert_pipeline(make_pipeline("p-2", "pg-a")));
+    CP_TRY(tx.insert_task(make_task("t-2", kT0)));
+    CP_TRY(tx.append_event(make_event("task", "t-2", kT0, "task.state")));
+    CP_TRY(tx.insert_task(make_task("t-1", kT0)));
+    AuditEntry a;
+    a.id = "audit-1";
+    a.at = kT0;
+    a.user = "alice";
+    return tx.append_audit(a);
+  });
+  EXPECT_EQ(e.code, "already_exists");
+  EXPECT_NE(e.message.find("t-1"), std::string::npos) << e.message;
+  EXPECT_FALSE(read([](Tx& tx) { return tx.get_pipeline("p-2"); }).has_value());
+  EXPECT_FALSE(read([](Tx& tx) { return tx.get_task("t-2"); }).has_value());
+  EventQuery q;
+  EXPECT_TRUE(read([&](Tx& tx) { return tx.list_events(q); }).empty());
+  AuditQuery aq;
+  EXPECT_TRUE(read([&](Tx& tx) { return tx.list_audit(aq); }).items.empty());
+  // A held audit entry whose id exists is already_exists too.
+  write([](Tx& tx) -> Status {
+    AuditEntry a;
+    a.id = "audit-1";
+    a.at = kT0;
+    return tx.append_audit(a);
+  });
+  e = write_error([](Tx& tx) -> Status {
+    tx.hold_writes();
+    AuditEntry a;
+    a.id = "audit-1";
+    a.at = kT0;
+    return tx.append_audit(a);
+  });
+  EXPECT_NE(e.status, 200);
+}
+
 TEST_P(StoreTest, ActiveAttemptsAreTheNonTerminalOnesPerClusterOrAll) {
   write([](Tx& tx) -> Status {
     CP_TRY(tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Dispatched)));

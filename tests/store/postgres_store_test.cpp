@@ -488,6 +488,51 @@ TEST_F(PostgresTest, AFailedBeginLeavesTheConnectionUsable) {
   EXPECT_EQ(store->pool_stats().open, 1);
 }
 
+TEST_F(PostgresTest, HeldWritesGoToTheServerWithCommit) {
+  // A submit's shape: a read, then new rows and nothing read after them.
+  auto store = open(1);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  auto submit = [&](const std::string& n, bool hold) {
+    const std::int64_t before = store->round_trips();
+    Status s = store->write([&](Tx& tx) -> Status {
+      if (hold) tx.hold_writes();
+      CP_TRY(tx.get_meta("k"));
+      CP_TRY(tx.insert_pipeline(make_pipeline("p-" + n, "pg-a")));
+      Task t = make_task("t-" + n, kT0);
+      t.pipeline_id = "p-" + n;
+      CP_TRY(tx.insert_task(t));
+      CP_TRY(tx.append_event(make_event("task", t.id, kT0, "task.state")));
+      AuditEntry a;
+      a.id = "audit-" + n;
+      a.at = kT0;
+      return tx.append_audit(a);
+    });
+    EXPECT_TRUE(s.ok()) << s.error().to_string();
+    return store->round_trips() - before;
+  };
+  // BEGIN goes with the read; then one exchange per row, and COMMIT.
+  EXPECT_EQ(submit("1", false), 6);
+  // Held: the four rows go with COMMIT.
+  EXPECT_EQ(submit("2", true), 2);
+  std::optional<Task> got;
+  ASSERT_OK(store->read([&](Tx& tx) -> Status {
+    CP_ASSIGN(got, tx.get_task("t-2"));
+    return {};
+  }));
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->pipeline_id, "p-2");
+  EventQuery q;
+  std::vector<Event> events;
+  ASSERT_OK(store->read([&](Tx& tx) -> Status {
+    CP_ASSIGN(events, tx.list_events(q));
+    return {};
+  }));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].object_id, "t-2");
+  EXPECT_GT(events[1].id, events[0].id);
+}
+
 TEST_F(PostgresTest, ServersMigratingAtOnceAllSucceed) {
   // Several servers starting together against one empty database.
   constexpr int kServers = 4;

@@ -135,7 +135,7 @@ Status Connection::configure() {
 
 Status Connection::reconnect() {
   prepared_.clear();
-  pending_begin_.clear();
+  cancel_pending();
   PQreset(conn_);
   // A new session starts outside pipeline mode; make sure libpq agrees.
   if (PQpipelineStatus(conn_) != PQ_PIPELINE_OFF) (void)PQexitPipelineMode(conn_);
@@ -194,107 +194,166 @@ Result<std::string> Connection::prepared(std::string_view sql, const std::vector
   return name;
 }
 
-Result<Rows> Connection::query(std::string_view sql, const std::vector<SqlValue>& args) {
-  ++calls_;
-  std::vector<std::string> texts;
-  std::vector<const char*> values;
-  texts.reserve(args.size());
+Result<Connection::Bound> Connection::bind(std::string_view sql, const std::vector<SqlValue>& args) {
+  Bound b;
+  b.sql = sql;
+  b.values.reserve(args.size());
   for (const auto& a : args) {
     if (const auto* n = std::get_if<std::int64_t>(&a)) {
-      texts.push_back(std::to_string(*n));
+      b.values.push_back(std::to_string(*n));
     } else {
       const auto& s = std::get<std::string>(a);
       // libpq sends C strings, and PostgreSQL text cannot hold NUL anyway.
       if (s.find('\0') != std::string::npos) {
         return store_error(500, "PostgreSQL cannot store text containing a NUL character");
       }
-      texts.push_back(s);
+      b.values.push_back(s);
     }
   }
-  for (const auto& t : texts) values.push_back(t.c_str());
-
-  CP_ASSIGN(std::string name, prepared(sql, args));
-  if (!pending_begin_.empty()) return query_after_begin(sql, name, values, args);
-  PGresult* raw = nullptr;
-  if (!name.empty()) {
-    raw = PQexecPrepared(conn_, name.c_str(), static_cast<int>(values.size()), values.data(), nullptr, nullptr, 0);
-  } else {
-    auto types = param_types(args);
-    raw = PQexecParams(conn_, number_placeholders(sql).c_str(), static_cast<int>(values.size()), types.data(),
-                       values.data(), nullptr, nullptr, 0);
+  CP_ASSIGN(b.name, prepared(sql, args));
+  if (b.name.empty()) {
+    b.text = number_placeholders(sql);
+    b.types = param_types(args);
   }
+  return b;
+}
+
+bool Connection::send(const Bound& b) {
+  std::vector<const char*> values;
+  values.reserve(b.values.size());
+  for (const auto& v : b.values) values.push_back(v.c_str());
+  const int n = static_cast<int>(values.size());
+  if (!b.name.empty()) return PQsendQueryPrepared(conn_, b.name.c_str(), n, values.data(), nullptr, nullptr, 0) == 1;
+  return PQsendQueryParams(conn_, b.text.c_str(), n, b.types.data(), values.data(), nullptr, nullptr, 0) == 1;
+}
+
+Result<Rows> Connection::query(std::string_view sql, const std::vector<SqlValue>& args) {
+  ++calls_;
+  CP_ASSIGN(Bound b, bind(sql, args));
+  if (!pending_.empty()) return send_pending_with(&b);
+  ++round_trips_;
+  std::vector<const char*> values;
+  values.reserve(b.values.size());
+  for (const auto& v : b.values) values.push_back(v.c_str());
+  const int n = static_cast<int>(values.size());
+  PGresult* raw = b.name.empty()
+                      ? PQexecParams(conn_, b.text.c_str(), n, b.types.data(), values.data(), nullptr, nullptr, 0)
+                      : PQexecPrepared(conn_, b.name.c_str(), n, values.data(), nullptr, nullptr, 0);
   Rows rows(raw);
   auto status = PQresultStatus(raw);
   if (raw == nullptr || (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)) return error(raw, sql);
   return rows;
 }
 
-Result<Rows> Connection::query_after_begin(std::string_view sql, const std::string& name,
-                                           const std::vector<const char*>& values,
-                                           const std::vector<SqlValue>& args) {
-  std::vector<std::string> begin;
-  begin.swap(pending_begin_);
+void Connection::begin_with_next(const std::vector<std::string>& statements) {
+  cancel_pending();
+  for (const auto& text : statements) {
+    Bound b;
+    b.sql = text;
+    b.text = text;
+    pending_.push_back(std::move(b));
+  }
+  begin_pending_ = pending_.size();
+}
+
+Status Connection::defer(std::string_view sql, const std::vector<SqlValue>& args, std::string_view kind,
+                         std::string key) {
+  CP_ASSIGN(Bound b, bind(sql, args));
+  b.kind = kind;
+  b.key = std::move(key);
+  pending_.push_back(std::move(b));
+  return {};
+}
+
+Error Connection::failed(const PGresult* result, const Bound& b) {
+  Error e = error(result, b.sql);
+  if (b.kind.empty() || sqlstate(e) != "23505") return e;
+  std::string key = b.key;
+  if (key.empty() && result != nullptr) {
+    // "Key (id)=(t-1.1) already exists."
+    const char* field = PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL);
+    std::string_view detail = field != nullptr ? field : "";
+    auto open = detail.find(")=(");
+    auto close = detail.rfind(')');
+    if (open != std::string_view::npos && close != std::string_view::npos && close > open + 3) {
+      key = detail.substr(open + 3, close - open - 3);
+    }
+  }
+  return errors::already_exists(b.kind, key);
+}
+
+Result<Rows> Connection::send_pending_with(Bound* last) {
+  std::vector<Bound> pending;
+  pending.swap(pending_);
+  begin_pending_ = 0;
+  if (last != nullptr) pending.push_back(std::move(*last));
+  ++round_trips_;
   if (PQenterPipelineMode(conn_) != 1) return error(nullptr, "entering pipeline mode");
-  const int n = static_cast<int>(values.size());
   bool sent = true;
-  for (const auto& b : begin) {
-    sent = sent && PQsendQueryParams(conn_, b.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
-  }
-  if (name.empty()) {
-    auto types = param_types(args);
-    sent = sent && PQsendQueryParams(conn_, number_placeholders(sql).c_str(), n, types.data(), values.data(), nullptr,
-                                     nullptr, 0) == 1;
-  } else {
-    sent = sent && PQsendQueryPrepared(conn_, name.c_str(), n, values.data(), nullptr, nullptr, 0) == 1;
-  }
+  for (const auto& b : pending) sent = sent && send(b);
   sent = sent && PQpipelineSync(conn_) == 1;
   // Each command's result and a null after it; then the sync. A command
   // after a failed one comes back PGRES_PIPELINE_ABORTED. No reply at all
   // (a lost connection) ends the reading: the connection is broken then.
-  std::optional<Error> failed;
-  std::unique_ptr<PGresult, decltype(&PQclear)> last(nullptr, &PQclear);
-  if (!sent) failed = error(nullptr, sql);
-  for (std::size_t i = 0; sent && i <= begin.size(); ++i) {
+  std::optional<Error> first_error;
+  std::unique_ptr<PGresult, decltype(&PQclear)> result_of_last(nullptr, &PQclear);
+  if (!sent) first_error = error(nullptr, pending.back().sql);
+  for (std::size_t i = 0; sent && i < pending.size(); ++i) {
     std::unique_ptr<PGresult, decltype(&PQclear)> r(PQgetResult(conn_), &PQclear);
     if (r == nullptr) {
-      failed = error(nullptr, sql);
+      if (!first_error) first_error = failed(nullptr, pending[i]);
       sent = false;
       break;
     }
-    if (PQresultStatus(r.get()) == PGRES_FATAL_ERROR && !failed) {
-      failed = error(r.get(), i < begin.size() ? std::string_view(begin[i]) : sql);
-    }
+    if (PQresultStatus(r.get()) == PGRES_FATAL_ERROR && !first_error) first_error = failed(r.get(), pending[i]);
     while (PGresult* more = PQgetResult(conn_)) PQclear(more);  // to the null that ends this command
-    if (i == begin.size()) last = std::move(r);
+    if (i + 1 == pending.size()) result_of_last = std::move(r);
   }
   if (sent) {
     std::unique_ptr<PGresult, decltype(&PQclear)> sync(PQgetResult(conn_), &PQclear);
-    if ((sync == nullptr || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) && !failed) {
-      failed = error(sync.get(), sql);
+    if ((sync == nullptr || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC) && !first_error) {
+      first_error = error(sync.get(), pending.back().sql);
     }
   }
   if (PQexitPipelineMode(conn_) != 1) {
     // Results left unread (a send failed half-way): the session's state is
     // unknown, so start a new one, and let the store run the body again.
-    if (!failed) failed = error(nullptr, "leaving pipeline mode");
+    if (!first_error) first_error = error(nullptr, "leaving pipeline mode");
     (void)reconnect();
     retry_ = Retry::lost;
   }
-  if (failed) return *failed;
-  auto status = PQresultStatus(last.get());
-  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) return error(last.get(), sql);
-  return Rows(last.release());
+  if (first_error) return *first_error;
+  if (last == nullptr) return Rows(nullptr);
+  auto status = PQresultStatus(result_of_last.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) return error(result_of_last.get(), pending.back().sql);
+  return Rows(result_of_last.release());
 }
 
 Status Connection::execute(std::string_view sql) {
   ++calls_;
-  if (!pending_begin_.empty() && (sql == "COMMIT" || sql == "ROLLBACK")) {
-    pending_begin_.clear();  // nothing was sent: there is no transaction to end
-    return {};
+  const bool deferred = pending_.size() > begin_pending_;
+  if (sql == "ROLLBACK" || (sql == "COMMIT" && !deferred)) {
+    // Deferred writes die unsent; with BEGIN itself unsent there is no
+    // transaction to end at all.
+    const bool begun = begin_pending_ == 0;
+    cancel_pending();
+    if (!begun) return {};
   }
+  if (!pending_.empty()) {
+    if (sql == "COMMIT") {
+      Bound commit;
+      commit.sql = commit.text = sql;
+      CP_TRY(send_pending_with(&commit));
+      return {};
+    }
+    // Text that may hold several statements cannot go in a pipeline: the
+    // deferred writes go first, in a round trip of their own.
+    if (deferred) CP_TRY(send_pending_with(nullptr));
+  }
+  ++round_trips_;
   std::string text;
-  for (const auto& b : pending_begin_) text += b + "; ";
-  pending_begin_.clear();
+  for (const auto& b : pending_) text += b.text + "; ";  // BEGIN and its LOCKs, not sent yet
+  cancel_pending();
   text += sql;  // PQexec wants a NUL-terminated string
   std::unique_ptr<PGresult, decltype(&PQclear)> result(PQexec(conn_, text.c_str()), &PQclear);
   auto status = PQresultStatus(result.get());

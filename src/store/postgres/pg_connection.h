@@ -70,10 +70,25 @@ class Connection {
   // Opens a transaction with `statements` (BEGIN and the LOCKs that go with
   // it), sent in the same round trip as the next query() or execute()
   // instead of one of their own. A COMMIT or ROLLBACK with nothing sent in
-  // between is not sent either: there is nothing to end. cancel_begin()
-  // forgets statements not sent yet.
-  void begin_with_next(std::vector<std::string> statements) { pending_begin_ = std::move(statements); }
-  void cancel_begin() { pending_begin_.clear(); }
+  // between is not sent either: there is nothing to end.
+  void begin_with_next(const std::vector<std::string>& statements);
+  // A write whose outcome nobody reads before COMMIT: sent after whatever is
+  // pending, in the same round trip (pipeline mode) as the next query() or
+  // execute() (COMMIT, typically). Its error, if any, is that later call's,
+  // and nothing after it runs, COMMIT included: the server has aborted the
+  // transaction. A unique violation (23505) is already_exists naming `kind`
+  // and `key`, or the key PostgreSQL names when `key` is ""; `kind` "" keeps
+  // the server's error. Fails at once only if the statement cannot be bound.
+  Status defer(std::string_view sql, const std::vector<SqlValue>& args, std::string_view kind = {},
+               std::string key = {});
+  // Forgets what begin_with_next() and defer() left unsent.
+  void cancel_pending() {
+    pending_.clear();
+    begin_pending_ = 0;
+  }
+  // Exchanges with the server so far: a command alone, or a pipeline of
+  // pending statements and the call that sent them.
+  std::uint64_t round_trips() const { return round_trips_; }
 
   // Whether the connection is gone; reconnect() brings it back.
   bool broken() const { return PQstatus(conn_) != CONNECTION_OK; }
@@ -101,11 +116,24 @@ class Connection {
   // The prepared statement's name for `sql` and these parameter types,
   // preparing it on first use; "" when the cache is full (use PQexecParams).
   Result<std::string> prepared(std::string_view sql, const std::vector<SqlValue>& args);
-  // The pending BEGIN statements and then one statement (prepared as `name`,
-  // or with its parameters when `name` is ""), in pipeline mode: one round
-  // trip. The statement's result, or the first error.
-  Result<Rows> query_after_begin(std::string_view sql, const std::string& name, const std::vector<const char*>& values,
-                                 const std::vector<SqlValue>& args);
+  // A statement ready to send: prepared as `name`, or else sent as `text`
+  // with its parameters; and, for a deferred write, what its unique
+  // violation means (defer()).
+  struct Bound {
+    std::string sql;  // as the caller wrote it, for messages
+    std::string name;
+    std::string text;
+    std::vector<Oid> types;
+    std::vector<std::string> values;
+    std::string kind, key;
+  };
+  Result<Bound> bind(std::string_view sql, const std::vector<SqlValue>& args);
+  bool send(const Bound& b);
+  // The pending statements and then `last` (when not null, moved from) in
+  // pipeline mode: one round trip. The rows of `last`, or the first error.
+  Result<Rows> send_pending_with(Bound* last);
+  // The error of a pending statement that failed (`result` null: no reply).
+  Error failed(const PGresult* result, const Bound& b);
 
   // Distinct SQL texts are few (the list_tasks filters make the most); the
   // cap only keeps a pathological caller from growing it without bound.
@@ -116,7 +144,9 @@ class Connection {
   std::unordered_map<std::string, std::string> prepared_;  // sql + types -> statement name
   int next_statement_ = 0;
   std::uint64_t calls_ = 0;
-  std::vector<std::string> pending_begin_;  // begin_with_next()
+  std::uint64_t round_trips_ = 0;
+  std::vector<Bound> pending_;     // begin_with_next(), then defer()
+  std::size_t begin_pending_ = 0;  // how many of pending_ open the transaction
   Retry retry_ = Retry::no;
 };
 

@@ -155,6 +155,14 @@ Status PostgresStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
 Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Connection&)>& body) {
   CP_ASSIGN(auto lease, pool_.acquire());
   pg::Connection& conn = *lease;
+  struct CountRoundTrips {
+    const pg::Connection& conn;
+    std::atomic<std::int64_t>& total;
+    std::uint64_t at_start = conn.round_trips();
+    ~CountRoundTrips() {
+      total.fetch_add(static_cast<std::int64_t>(conn.round_trips() - at_start), std::memory_order_relaxed);
+    }
+  } count{conn, round_trips_};
   Gate gate = Gate::shared;
   for (int attempt = 0;; ++attempt) {
     conn.clear_retry();
@@ -201,11 +209,12 @@ Status PostgresStore::transaction_once(pg::Connection& conn, TxKind kind, Gate g
   }
   // Rolls back unless COMMIT ended the transaction, whether the body
   // returned an error, a statement failed (the LOCK after BEGIN included),
-  // or the body threw. A BEGIN never sent is forgotten.
+  // or the body threw. Statements never sent (a BEGIN, deferred writes) are
+  // forgotten.
   struct RollbackUnlessCommitted {
     pg::Connection& conn;
     ~RollbackUnlessCommitted() {
-      conn.cancel_begin();
+      conn.cancel_pending();
       if (conn.in_transaction() && !conn.broken()) (void)conn.execute("ROLLBACK");
     }
   } guard{conn};

@@ -29,6 +29,7 @@
 // survives a crash of PostgreSQL, of the machine, and of this process.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -71,6 +72,8 @@ class PostgresStore final : public Store {
   ChangeJournal* changes() override { return &changes_; }
 
   pg::Pool::Stats pool_stats() const { return pool_.stats(); }
+  // Exchanges with the server by every transaction so far (pg::Connection::round_trips).
+  std::int64_t round_trips() const { return round_trips_.load(std::memory_order_relaxed); }
 
   // A body rolled back by the server (serialization failure, deadlock) or
   // cut off by a lost connection runs again, at most this many more times.
@@ -94,6 +97,7 @@ class PostgresStore final : public Store {
   PostgresOptions options_;
   pg::Pool pool_;
   ChangeJournal changes_;
+  std::atomic<std::int64_t> round_trips_{0};
 };
 
 }  // namespace cp

@@ -36,6 +36,12 @@ Status PostgresTx::exec(std::string_view sql, const Args& args) {
 }
 
 Status PostgresTx::insert(std::string_view sql, const Args& args, std::string_view kind, const std::string& key) {
+  if (holding_) {
+    constexpr std::string_view kOnConflict = " ON CONFLICT DO NOTHING";
+    CP_CHECK(sql.ends_with(kOnConflict), "PostgresTx::insert wants an INSERT ... ON CONFLICT DO NOTHING");
+    CP_TRY(send_held());
+    return conn_.defer(sql.substr(0, sql.size() - kOnConflict.size()), args, kind, key);
+  }
   CP_ASSIGN(std::int64_t inserted, modify(sql, args));
   if (inserted == 0) return errors::already_exists(std::string(kind), key);
   return {};

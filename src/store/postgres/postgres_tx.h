@@ -103,10 +103,14 @@ class PostgresTx final : public SqlTx {
   Result<std::int64_t> append_event(const Event& e) override;
   Result<std::vector<Event>> list_events(const EventQuery& q) override;
 
+  // From here on, plain INSERTs and the held rows go to the server with the
+  // body's next read or with COMMIT, in one round trip (pg::Connection::defer).
   void hold_writes() override { holding_ = writable_; }
-  // Sends what hold_writes() held back: one INSERT of the attempts, one
-  // UPDATE of the tasks, one INSERT of the events. Every statement of this
-  // Tx calls it first; PostgresStore calls it before COMMIT.
+  // Passes what hold_writes() held back on to the connection: one INSERT of
+  // the attempts, one UPDATE of the tasks (sent at once: it must find every
+  // task), one INSERT of the events. Every statement of this Tx calls it
+  // first, so rows reach the server in the order they were written;
+  // PostgresStore calls it before COMMIT.
   Status send_held();
 
 
@@ -114,6 +118,7 @@ class PostgresTx final : public SqlTx {
 
  protected:
   Result<std::int64_t> run_modify(const sql::Statement& s) override;
+  Status run_insert(const sql::Statement& s, std::string_view kind, const std::string& key) override;
   Status run_query(const sql::Statement& s, const SqlRowFn& on_row) override;
   const sql::Dialect& dialect() const override;
 
@@ -133,7 +138,9 @@ class PostgresTx final : public SqlTx {
   Result<std::int64_t> modify(std::string_view sql, const Args& args);
   Status exec(std::string_view sql, const Args& args);  // modify(), count not needed
   // An INSERT ... ON CONFLICT DO NOTHING: no row inserted means the object
-  // exists already, 409 already_exists naming `kind` and `key`.
+  // exists already, 409 already_exists naming `kind` and `key`. Holding
+  // writes, it is deferred without its ON CONFLICT clause: the unique
+  // violation then fails the transaction with the same error.
   Status insert(std::string_view sql, const Args& args, std::string_view kind, const std::string& key);
   // An UPDATE or DELETE of one object by key: 404 not_found if there is none.
   Status modify_one(std::string_view sql, const Args& args, std::string_view kind, const std::string& key);

@@ -200,18 +200,12 @@ Status PostgresTx::send_held() {
                                   {"number", a.number},
                                   {"doc", encode_row(a)}});
     }
-    CP_ASSIGN(auto inserted,
-              conn_.query("INSERT INTO attempts (id, task_id, cluster_id, state, number, doc) "
-                          "SELECT id, task_id, cluster_id, state, number, doc FROM json_to_recordset(CAST(? AS json)) "
-                          "AS x(id text, task_id text, cluster_id text, state text, number bigint, doc text) "
-                          "ON CONFLICT DO NOTHING RETURNING id",
-                          {json::serialize(rows)}));
-    if (inserted.size() != static_cast<int>(held_attempts_.size())) {
-      // An id that exists, or one held twice.
-      auto id = first_missing(inserted, held_attempts_);
-      return errors::already_exists("attempt", id.empty() ? held_attempts_.front().id : id);
-    }
     held_attempts_.clear();
+    // An id that exists, or one held twice: a unique violation that names it.
+    CP_TRY(conn_.defer("INSERT INTO attempts (id, task_id, cluster_id, state, number, doc) "
+                       "SELECT id, task_id, cluster_id, state, number, doc FROM json_to_recordset(CAST(? AS json)) "
+                       "AS x(id text, task_id text, cluster_id text, state text, number bigint, doc text)",
+                       {json::serialize(rows)}, "attempt"));
   }
   if (!held_tasks_.empty()) {
     json::array rows;
@@ -241,7 +235,18 @@ Status PostgresTx::send_held() {
     held_tasks_.clear();
     held_task_at_.clear();
   }
-  if (!held_events_.empty()) {
+  if (held_events_.size() == 1) {
+    // One event (a submit's): the plain INSERT of append_event.
+    Event row = held_events_.front();
+    held_events_.clear();
+    row.id = 0;
+    std::string doc = encode_row(row);
+    if (!doc.starts_with(kIdZero)) return store_error(500, "an event document does not open with its id");
+    CP_TRY(conn_.defer("INSERT INTO events (id, at, object_kind, object_id, type, doc) "
+                       "SELECT n, ?, ?, ?, ?, '{\"id\":' || n || ',' || substr(?, 9) "
+                       "FROM (SELECT nextval('events_id_seq') AS n) AS next",
+                       {row.at, row.object_kind, row.object_id, row.type, std::move(doc)}));
+  } else if (!held_events_.empty()) {
     json::array rows;
     rows.reserve(held_events_.size());
     for (const auto& e : held_events_) {
@@ -255,10 +260,11 @@ Status PostgresTx::send_held() {
                                   {"type", row.type},
                                   {"doc", std::move(doc)}});
     }
+    held_events_.clear();
     // Ids in the order the events were written: the innermost SELECT orders
     // the rows, the one around it takes nextval row by row in that order,
     // and the id goes into each document in place of the 0 (append_event).
-    CP_TRY(conn_.query(
+    CP_TRY(conn_.defer(
         "INSERT INTO events (id, at, object_kind, object_id, type, doc) "
         "SELECT n, at, object_kind, object_id, type, '{\"id\":' || n || ',' || substr(doc, 9) FROM ("
         "SELECT nextval('events_id_seq') AS n, e.* FROM ("
@@ -266,7 +272,6 @@ Status PostgresTx::send_held() {
         "AS (at bigint, object_kind text, object_id text, type text, doc text)) "
         "WITH ORDINALITY AS x(at, object_kind, object_id, type, doc, ord) ORDER BY x.ord) AS e) AS z",
         {json::serialize(rows)}));
-    held_events_.clear();
   }
   return {};
 }
@@ -302,6 +307,12 @@ class PgRow final : public SqlTx::Row {
 }  // namespace
 
 Result<std::int64_t> PostgresTx::run_modify(const sql::Statement& s) { return modify(s.text, s.args); }
+
+Status PostgresTx::run_insert(const sql::Statement& s, std::string_view kind, const std::string& key) {
+  if (!holding_) return SqlTx::run_insert(s, kind, key);
+  CP_TRY(send_held());
+  return conn_.defer(s.text, s.args, kind, key);
+}
 
 Status PostgresTx::run_query(const sql::Statement& s, const SqlRowFn& on_row) {
   return query(s.text, s.args, [&](const Row& row) -> Status { return on_row(PgRow(row.rows, row.index)); });
