@@ -173,7 +173,7 @@ Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
   {
     std::unique_lock lock(queue_mu_);
     queue_.push_back(&me);
-    queue_cv_.wait(lock, [&] { return me.done || !leading_; });
+    me.wake.wait(lock, [&] { return me.done || !leading_; });
     if (!me.done) {
       // Lead: everything queued so far (this write included) is one group.
       leading_ = true;
@@ -194,12 +194,17 @@ Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
       writer_busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(),
                                 std::memory_order_relaxed);
     }
-    {
-      std::lock_guard lock(queue_mu_);
-      for (auto* w : group) w->done = true;
-      leading_ = false;
+    // Wake exactly the writers that are done, and the first one queued
+    // since, to lead the next group; the rest of the queue sleeps on. Under
+    // the lock: a done writer returns, and its PendingWrite is gone, as
+    // soon as it can take the lock.
+    std::lock_guard lock(queue_mu_);
+    for (auto* w : group) {
+      w->done = true;
+      if (w != &me) w->wake.notify_one();
     }
-    queue_cv_.notify_all();
+    leading_ = false;
+    if (!queue_.empty()) queue_.front()->wake.notify_one();
   }
   if (me.thrown) std::rethrow_exception(me.thrown);
   return me.result;

@@ -124,6 +124,7 @@ class SqliteStore final : public Store {
     std::exception_ptr thrown;  // rethrown on the caller's thread
     ChangedRows changed;        // published once the group has committed
     bool done = false;
+    std::condition_variable wake;  // its group committed, or it may lead the next
   };
   // Runs `group` in one transaction (caller holds mu_ and leads the group).
   void commit_group(const std::vector<PendingWrite*>& group);
@@ -138,7 +139,6 @@ class SqliteStore final : public Store {
   std::vector<sqlite::Connection*> free_readers_;
   // The queue of group commit, under queue_mu_ (taken before mu_, never after).
   mutable std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
   std::vector<PendingWrite*> queue_;
   bool leading_ = false;  // a caller is running a group
   std::atomic<std::int64_t> groups_{0};
