@@ -239,6 +239,7 @@ double raw_insert_per_sec(cp::Store& store, int tasks, int batch) {
   for (int done = 0; done < tasks;) {
     const int n = std::min(batch, tasks - done);
     must(store.write([&](cp::Tx& tx) -> cp::Status {
+           tx.hold_writes();  // as a submit does: PostgreSQL sends the rows in pipelines
            const cp::Millis now = cp::SystemClock::instance().now_ms();
            for (int i = 0; i < n; ++i) {
              cp::Pipeline p;

@@ -533,6 +533,34 @@ TEST_F(PostgresTest, HeldWritesGoToTheServerWithCommit) {
   EXPECT_GT(events[1].id, events[0].id);
 }
 
+TEST_F(PostgresTest, ManyHeldWritesGoInPipelinesOfBoundedLength) {
+  // libpq writes a whole pipeline before it reads an answer: a long one
+  // could fill the socket both ways. 600 rows go in three round trips.
+  auto store = open(1);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  const std::int64_t before = store->round_trips();
+  ASSERT_OK(store->write([&](Tx& tx) -> Status {
+    tx.hold_writes();
+    for (int i = 0; i < 600; ++i) {
+      AuditEntry a;
+      a.id = "audit-" + std::to_string(1000 + i);
+      a.at = kT0 + i;
+      CP_TRY(tx.append_audit(a));
+    }
+    return {};
+  }));
+  EXPECT_EQ(store->round_trips() - before, 3);
+  AuditQuery q;
+  q.limit = 1000;
+  AuditPage page;
+  ASSERT_OK(store->read([&](Tx& tx) -> Status {
+    CP_ASSIGN(page, tx.list_audit(q));
+    return {};
+  }));
+  EXPECT_EQ(page.items.size(), 600u);
+}
+
 TEST_F(PostgresTest, ServersMigratingAtOnceAllSucceed) {
   // Several servers starting together against one empty database.
   constexpr int kServers = 4;

@@ -262,6 +262,10 @@ Status Connection::defer(std::string_view sql, const std::vector<SqlValue>& args
   b.kind = kind;
   b.key = std::move(key);
   pending_.push_back(std::move(b));
+  // The server answers a pipeline only as it reads it, and libpq sends all
+  // of it before reading any answer: past a few hundred statements the
+  // answers could fill the socket both ways. Send what is pending now.
+  if (pending_.size() >= kMaxPending) CP_TRY(send_pending_with(nullptr));
   return {};
 }
 

@@ -138,6 +138,8 @@ class Connection {
   // Distinct SQL texts are few (the list_tasks filters make the most); the
   // cap only keeps a pathological caller from growing it without bound.
   static constexpr std::size_t kMaxPrepared = 256;
+  // Deferred statements sent at most in one pipeline (defer()).
+  static constexpr std::size_t kMaxPending = 256;
 
   PGconn* conn_;
   std::string display_;
