@@ -388,6 +388,36 @@ TEST_P(StoreTest, ResourceGroupsUpsertRoundTripListAndDelete) {
   EXPECT_EQ(write_error([](Tx& tx) { return tx.delete_resource_group("rg-a"); }).code, "not_found");
 }
 
+TEST_P(StoreTest, AGroupReadAgainAfterItChangedIsTheChangedOne) {
+  // Read, change, read again, on the writer and on a reader: what was
+  // decoded before (SqliteTx keeps decoded groups) never stands in for the
+  // row as it is now.
+  ResourceGroup a = make_resource_group("rg-a");
+  write([&](Tx& tx) { return tx.upsert_resource_group(a); });
+  for (int i = 1; i <= 3; ++i) {
+    auto before = read([](Tx& tx) { return tx.get_resource_group("rg-a"); });
+    ASSERT_TRUE(before.has_value());
+    expect_same(a, *before);
+    a.quota["cpu"].guaranteed = 1000 * i;
+    a.clusters.push_back("c-" + std::to_string(i));
+    std::optional<ResourceGroup> in_write;
+    write([&](Tx& tx) -> Status {
+      CP_ASSIGN(auto old, tx.get_resource_group("rg-a"));
+      if (!old || old->clusters.size() != a.clusters.size() - 1) return Error{"test", 500, "stale read", "", {}};
+      CP_TRY(tx.upsert_resource_group(a));
+      CP_ASSIGN(in_write, tx.get_resource_group("rg-a"));
+      return {};
+    });
+    ASSERT_TRUE(in_write.has_value());
+    expect_same(a, *in_write);
+    auto after = read([](Tx& tx) { return tx.get_resource_group("rg-a"); });
+    ASSERT_TRUE(after.has_value());
+    expect_same(a, *after);
+  }
+  write([](Tx& tx) { return tx.delete_resource_group("rg-a"); });
+  EXPECT_EQ(read([](Tx& tx) { return tx.get_resource_group("rg-a"); }), std::nullopt);
+}
+
 TEST_P(StoreTest, ProjectGroupsUpsertRoundTripListAndDelete) {
   ProjectGroup pg = make_project_group("pg-a");
   write([&](Tx& tx) -> Status {
