@@ -288,6 +288,102 @@ TEST_F(SqliteFileTest, ABodyOfAGroupKnowsTheTasksTheBodiesBeforeItWrote) {
   }));
 }
 
+// Runs `first` while it holds the writer, queues `bodies` behind it one by
+// one (they become one group), then lets `first` finish. Each result is
+// kept in `results`, in the order of `bodies`.
+void run_one_group(SqliteStore& store, const std::vector<std::function<Status(Tx&)>>& bodies,
+                   std::vector<Status>& results) {
+  std::atomic<bool> release{false}, inside{false};
+  std::thread first([&] {
+    EXPECT_OK(store.write([&](Tx& tx) -> Status {
+      CP_TRY(tx.set_meta("first", "ran"));
+      inside = true;
+      EXPECT_TRUE(eventually([&] { return release.load(); }));
+      return {};
+    }));
+  });
+  ASSERT_TRUE(eventually([&] { return inside.load(); }));
+  results.assign(bodies.size(), Status());
+  std::vector<std::thread> queued;
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    queued.emplace_back([&, i] { results[i] = store.write(bodies[i]); });
+    ASSERT_TRUE(eventually([&] { return store.queued_writes() == i + 1; }));
+  }
+  release = true;
+  first.join();
+  for (auto& t : queued) t.join();
+}
+
+TEST_F(SqliteFileTest, AGroupRunsAgainBehindSavepointsOnlyWhenABodyFailsAfterWriting) {
+  auto store = open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  std::atomic<int> runs_a{0}, runs_b{0}, runs_c{0};
+  // B fails before writing anything: nothing to undo, the group commits as
+  // it ran, and no body runs twice.
+  std::vector<Status> results;
+  run_one_group(*store,
+                {[&](Tx& tx) -> Status {
+                   ++runs_a;
+                   return tx.insert_task(make_task("t-a", 1000));
+                 },
+                 [&](Tx& tx) -> Status {
+                   ++runs_b;
+                   CP_ASSIGN(auto t, tx.get_task("t-a"));
+                   if (!t) return Error{"test", 500, "t-a not seen", "", {}};
+                   return Error{"refused", 409, "no", "不", {}};
+                 },
+                 [&](Tx& tx) -> Status {
+                   ++runs_c;
+                   return tx.insert_task(make_task("t-c", 1000));
+                 }},
+                results);
+  EXPECT_OK(results[0]);
+  EXPECT_EQ(results[1].error().code, "refused");
+  EXPECT_OK(results[2]);
+  EXPECT_EQ(runs_a.load(), 1);
+  EXPECT_EQ(runs_b.load(), 1);
+  EXPECT_EQ(runs_c.load(), 1);
+  // E fails after writing: the group runs again, each body behind a
+  // savepoint, and only E's rows are undone.
+  std::atomic<int> runs_d{0}, runs_e{0}, runs_f{0};
+  run_one_group(*store,
+                {[&](Tx& tx) -> Status {
+                   ++runs_d;
+                   return tx.insert_task(make_task("t-d", 1000));
+                 },
+                 [&](Tx& tx) -> Status {
+                   ++runs_e;
+                   CP_TRY(tx.insert_task(make_task("t-e", 1000)));
+                   CP_TRY(tx.set_meta("e", "wrote"));
+                   return Error{"refused", 409, "no", "不", {}};
+                 },
+                 [&](Tx& tx) -> Status {
+                   ++runs_f;
+                   return tx.insert_task(make_task("t-f", 1000));
+                 }},
+                results);
+  EXPECT_OK(results[0]);
+  EXPECT_EQ(results[1].error().code, "refused");
+  EXPECT_OK(results[2]);
+  EXPECT_EQ(runs_d.load(), 2);  // once without savepoints (rolled back), once behind one
+  EXPECT_EQ(runs_e.load(), 2);
+  EXPECT_EQ(runs_f.load(), 1);  // the first run stopped at E
+  EXPECT_OK(store->read([](Tx& tx) -> Status {
+    for (const char* kept : {"t-a", "t-c", "t-d", "t-f"}) {
+      CP_ASSIGN(auto t, tx.get_task(kept));
+      EXPECT_TRUE(t.has_value()) << kept;
+    }
+    for (const char* undone : {"t-e"}) {
+      CP_ASSIGN(auto t, tx.get_task(undone));
+      EXPECT_FALSE(t.has_value()) << undone;
+    }
+    CP_ASSIGN(auto e, tx.get_meta("e"));
+    EXPECT_FALSE(e.has_value());
+    return {};
+  }));
+}
+
 TEST_F(SqliteFileTest, TheWalIsCheckpointedInTheBackgroundNotByTheWriter) {
   // Past checkpoint_pages the writer's commit only wakes the checkpoint
   // thread; the log is copied back by it, and the writer never checkpoints

@@ -85,6 +85,9 @@ class Connection {
   bool in_transaction() const { return sqlite3_get_autocommit(db_) == 0; }
   // Rows changed by the last INSERT, UPDATE or DELETE.
   std::int64_t changes() const { return sqlite3_changes64(db_); }
+  // Rows changed by every INSERT, UPDATE or DELETE that completed on this
+  // connection (a failed statement undoes its own and counts none).
+  std::int64_t total_changes() const { return sqlite3_total_changes64(db_); }
   // The handle itself, for the few calls this class does not wrap (the WAL
   // hook and checkpoints, wal_checkpointer.h).
   sqlite3* handle() const { return db_; }

@@ -211,17 +211,26 @@ Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
 }
 
 void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
-  // Each body behind a savepoint, so that one body's error undoes only its
-  // own writes. A single write needs none: its error rolls back everything.
-  const bool savepoints = group.size() > 1;
+  // One body's error must undo only its own writes. A savepoint per body
+  // does that, but costs: SQLite copies every page a body first touches
+  // into the savepoint's journal, besides the SAVEPOINT and RELEASE. Most
+  // bodies succeed, and most that fail do so before writing (a refused
+  // submit fails at its checks). So a group first runs without savepoints:
+  // a body that fails having changed no row leaves nothing to undo. Only
+  // when one fails after changing rows is the transaction rolled back and
+  // the group run again, each body behind a savepoint. A single write needs
+  // none: its error rolls back everything.
+  bool savepoints = false;
+  bool undo_needed = false;  // a body failed after changing rows, without a savepoint
   std::unordered_set<std::string> earlier_tasks;  // written by the bodies before (Tx::wrote_task)
-  Status committed = transaction(*conn_, TxKind::write, [&]() -> Status {
+  auto run_group = [&]() -> Status {
     earlier_tasks.clear();
     for (auto* w : group) {
       w->result = Status();
       w->thrown = nullptr;
       w->changed = ChangedRows();
       if (savepoints) CP_TRY(conn_->execute("SAVEPOINT cp_write"));
+      const std::int64_t changes_before = conn_->total_changes();
       try {
         SqliteTx tx(*conn_, earlier_tasks);
         w->result = (*w->body)(tx);
@@ -232,14 +241,24 @@ void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
       const bool failed = !w->result.ok() || w->thrown;
       // A busy database fails the whole group: it runs again from BEGIN.
       if (failed && conn_->saw_busy()) return w->thrown ? store_error(503, "database busy") : w->result;
-      if (!savepoints) return failed ? (w->thrown ? store_error(500, "write body threw") : w->result) : Status();
-      if (failed) CP_TRY(conn_->execute("ROLLBACK TO cp_write"));
-      CP_TRY(conn_->execute("RELEASE cp_write"));
+      if (group.size() == 1) return failed ? (w->thrown ? store_error(500, "write body threw") : w->result) : Status();
+      if (failed && savepoints) CP_TRY(conn_->execute("ROLLBACK TO cp_write"));
+      if (savepoints) CP_TRY(conn_->execute("RELEASE cp_write"));
+      if (failed && !savepoints && conn_->total_changes() != changes_before) {
+        undo_needed = true;
+        return store_error(500, "a grouped write failed after changing rows: the group runs again with savepoints");
+      }
       // Rolled back or not: a later body may not take the journal's word for them.
       earlier_tasks.insert(w->changed.tasks.begin(), w->changed.tasks.end());
     }
     return {};
-  });
+  };
+  Status committed = transaction(*conn_, TxKind::write, run_group);
+  if (undo_needed) {
+    savepoints = true;
+    undo_needed = false;
+    committed = transaction(*conn_, TxKind::write, run_group);
+  }
   // Before any caller returns, so that whoever reads the journal after a
   // write() finds that write's rows in it. Published whether or not they
   // committed: a reader only reads those rows again, and for a COMMIT whose
