@@ -314,6 +314,14 @@ void run_one_group(SqliteStore& store, const std::vector<std::function<Status(Tx
   for (auto& t : queued) t.join();
 }
 
+// A body that counts its runs in `runs` and inserts task `id`.
+std::function<Status(Tx&)> counted_insert(std::atomic<int>& runs, std::string id) {
+  return [&runs, id = std::move(id)](Tx& tx) -> Status {
+    ++runs;
+    return tx.insert_task(make_task(id, 1000));
+  };
+}
+
 TEST_F(SqliteFileTest, AGroupRunsAgainBehindSavepointsOnlyWhenABodyFailsAfterWriting) {
   auto store = open();
   ASSERT_NE(store, nullptr);
@@ -323,20 +331,14 @@ TEST_F(SqliteFileTest, AGroupRunsAgainBehindSavepointsOnlyWhenABodyFailsAfterWri
   // it ran, and no body runs twice.
   std::vector<Status> results;
   run_one_group(*store,
-                {[&](Tx& tx) -> Status {
-                   ++runs_a;
-                   return tx.insert_task(make_task("t-a", 1000));
-                 },
+                {counted_insert(runs_a, "t-a"),
                  [&](Tx& tx) -> Status {
                    ++runs_b;
                    CP_ASSIGN(auto t, tx.get_task("t-a"));
                    if (!t) return Error{"test", 500, "t-a not seen", "", {}};
                    return Error{"refused", 409, "no", "不", {}};
                  },
-                 [&](Tx& tx) -> Status {
-                   ++runs_c;
-                   return tx.insert_task(make_task("t-c", 1000));
-                 }},
+                 counted_insert(runs_c, "t-c")},
                 results);
   EXPECT_OK(results[0]);
   EXPECT_EQ(results[1].error().code, "refused");
@@ -348,20 +350,14 @@ TEST_F(SqliteFileTest, AGroupRunsAgainBehindSavepointsOnlyWhenABodyFailsAfterWri
   // savepoint, and only E's rows are undone.
   std::atomic<int> runs_d{0}, runs_e{0}, runs_f{0};
   run_one_group(*store,
-                {[&](Tx& tx) -> Status {
-                   ++runs_d;
-                   return tx.insert_task(make_task("t-d", 1000));
-                 },
+                {counted_insert(runs_d, "t-d"),
                  [&](Tx& tx) -> Status {
                    ++runs_e;
                    CP_TRY(tx.insert_task(make_task("t-e", 1000)));
                    CP_TRY(tx.set_meta("e", "wrote"));
                    return Error{"refused", 409, "no", "不", {}};
                  },
-                 [&](Tx& tx) -> Status {
-                   ++runs_f;
-                   return tx.insert_task(make_task("t-f", 1000));
-                 }},
+                 counted_insert(runs_f, "t-f")},
                 results);
   EXPECT_OK(results[0]);
   EXPECT_EQ(results[1].error().code, "refused");

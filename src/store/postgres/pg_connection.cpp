@@ -218,10 +218,15 @@ Result<Connection::Bound> Connection::bind(std::string_view sql, const std::vect
   return b;
 }
 
+std::vector<const char*> Connection::Bound::c_values() const {
+  std::vector<const char*> out;
+  out.reserve(values.size());
+  for (const auto& v : values) out.push_back(v.c_str());
+  return out;
+}
+
 bool Connection::send(const Bound& b) {
-  std::vector<const char*> values;
-  values.reserve(b.values.size());
-  for (const auto& v : b.values) values.push_back(v.c_str());
+  const std::vector<const char*> values = b.c_values();
   const int n = static_cast<int>(values.size());
   if (!b.name.empty()) return PQsendQueryPrepared(conn_, b.name.c_str(), n, values.data(), nullptr, nullptr, 0) == 1;
   return PQsendQueryParams(conn_, b.text.c_str(), n, b.types.data(), values.data(), nullptr, nullptr, 0) == 1;
@@ -232,9 +237,7 @@ Result<Rows> Connection::query(std::string_view sql, const std::vector<SqlValue>
   CP_ASSIGN(Bound b, bind(sql, args));
   if (!pending_.empty()) return send_pending_with(&b);
   ++round_trips_;
-  std::vector<const char*> values;
-  values.reserve(b.values.size());
-  for (const auto& v : b.values) values.push_back(v.c_str());
+  const std::vector<const char*> values = b.c_values();
   const int n = static_cast<int>(values.size());
   PGresult* raw = b.name.empty()
                       ? PQexecParams(conn_, b.text.c_str(), n, b.types.data(), values.data(), nullptr, nullptr, 0)

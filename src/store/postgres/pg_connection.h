@@ -126,6 +126,7 @@ class Connection {
     std::vector<Oid> types;
     std::vector<std::string> values;
     std::string kind, key;
+    std::vector<const char*> c_values() const;  // for libpq, valid while `values` lives
   };
   Result<Bound> bind(std::string_view sql, const std::vector<SqlValue>& args);
   bool send(const Bound& b);

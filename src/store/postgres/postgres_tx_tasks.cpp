@@ -17,6 +17,12 @@ const sql::Dialect kDialect{" COLLATE \"C\"", " = ANY(ARRAY(SELECT json_array_el
 // substr(doc, 9) (append_event, send_held).
 constexpr std::string_view kIdZero = "{\"id\":0,";
 static_assert(kIdZero.size() == 8, "substr(doc, 9) starts right after it");
+// One event, its id taken from the sequence inside the INSERT and put into
+// the document in place of the 0 (append_event, send_held).
+constexpr std::string_view kInsertOneEvent =
+    "INSERT INTO events (id, at, object_kind, object_id, type, doc) "
+    "SELECT n, ?, ?, ?, ?, '{\"id\":' || n || ',' || substr(?, 9) "
+    "FROM (SELECT nextval('events_id_seq') AS n) AS next";
 
 // The id of the first of `held` that `returned` (a RETURNING id) lacks, ""
 // when every one came back.
@@ -174,11 +180,8 @@ Result<std::int64_t> PostgresTx::append_event(const Event& e) {
   // the INSERT, and goes into the document in place of the 0 it was
   // encoded with (the document opens with it: {"id":0,...).
   if (doc.starts_with(kIdZero)) {
-    CP_ASSIGN(auto inserted,
-              conn_.query("INSERT INTO events (id, at, object_kind, object_id, type, doc) "
-                          "SELECT n, ?, ?, ?, ?, '{\"id\":' || n || ',' || substr(?, 9) "
-                          "FROM (SELECT nextval('events_id_seq') AS n) AS next RETURNING id",
-                          {row.at, row.object_kind, row.object_id, row.type, doc}));
+    static const std::string returning_id = std::string(kInsertOneEvent) + " RETURNING id";
+    CP_ASSIGN(auto inserted, conn_.query(returning_id, {row.at, row.object_kind, row.object_id, row.type, doc}));
     return inserted.int64(0, 0);
   }
   CP_ASSIGN(auto next, conn_.query("SELECT nextval('events_id_seq')", {}));
@@ -242,10 +245,7 @@ Status PostgresTx::send_held() {
     row.id = 0;
     std::string doc = encode_row(row);
     if (!doc.starts_with(kIdZero)) return store_error(500, "an event document does not open with its id");
-    CP_TRY(conn_.defer("INSERT INTO events (id, at, object_kind, object_id, type, doc) "
-                       "SELECT n, ?, ?, ?, ?, '{\"id\":' || n || ',' || substr(?, 9) "
-                       "FROM (SELECT nextval('events_id_seq') AS n) AS next",
-                       {row.at, row.object_kind, row.object_id, row.type, std::move(doc)}));
+    CP_TRY(conn_.defer(kInsertOneEvent, {row.at, row.object_kind, row.object_id, row.type, std::move(doc)}));
   } else if (!held_events_.empty()) {
     json::array rows;
     rows.reserve(held_events_.size());

@@ -110,13 +110,14 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const SqliteOptions& opti
   // SQLite's default 2 MiB of page cache, a busy writer reads back the
   // pages it just wrote. At most this much memory, used as needed.
   CP_TRY(conn->execute("PRAGMA cache_size = " + std::to_string(-kWriterCacheKib)));
-  // Group commit runs each write body behind a SAVEPOINT (commit_group), so
-  // every page a body changes first has its old content kept in a
-  // sub-journal. SQLite keeps that journal in memory only up to 64 KiB and
-  // then spills it to a new temporary file (a temp-dir probe, open, unlink,
-  // and a pwrite per page: 26 pwrites a submitted task, most of the writer's
-  // system time). In memory it stays: it lives only until the group commits,
-  // and a crash loses nothing that the WAL does not already say.
+  // When group commit runs its bodies behind savepoints (commit_group: after
+  // a body failed having written), every page a body changes first has its
+  // old content kept in a sub-journal. SQLite keeps that journal in memory
+  // only up to 64 KiB and then spills it to a new temporary file (a temp-dir
+  // probe, open, unlink, and a pwrite per page: 26 pwrites a submitted task,
+  // when every group used savepoints). In memory it stays: it lives only
+  // until the group commits, and a crash loses nothing that the WAL does not
+  // already say.
   CP_TRY(conn->execute("PRAGMA temp_store = MEMORY"));
 
   std::vector<std::unique_ptr<sqlite::Connection>> readers;
