@@ -35,6 +35,20 @@ QuotaBook::QuotaBook(const std::vector<ResourceGroup>& groups) {
   for (Account& a : accounts_) {
     if (a.group != nullptr && !a.group->cohort.empty()) a.cohort = &cohorts_.find(a.group->cohort)->second;
   }
+  groups_ = groups.data();
+  by_group_.resize(groups.size());
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    Account* a = by_name_.find(groups[i].name)->second;
+    if (a->group == &groups[i]) by_group_[i] = a;
+  }
+}
+
+const QuotaBook::Account* QuotaBook::account_of(const ResourceGroup& group) const {
+  std::less<const ResourceGroup*> before;
+  if (!before(&group, groups_) && before(&group, groups_ + by_group_.size())) {
+    if (const Account* a = by_group_[static_cast<std::size_t>(&group - groups_)]) return a;
+  }
+  return account(group.name);
 }
 
 QuotaBook::Resource QuotaBook::find_resource(std::string_view name) const {
@@ -257,6 +271,17 @@ std::vector<std::string> QuotaBook::would_borrow(std::string_view name, const Re
   return out;
 }
 
+bool QuotaBook::borrows(const ResourceGroup& group, const Resources& per_replica, int replicas) const {
+  const Account* a = account_of(group);
+  if (a == nullptr || a->group == nullptr) return false;
+  for (const auto& [resource, amount] : per_replica.amounts()) {
+    const Resource r = find_resource(resource);
+    auto limit = limit_of(a, *a->group, r);
+    if (limit && at(a->used, r.id) + static_cast<Wide>(amount) * replicas > *limit) return true;
+  }
+  return false;
+}
+
 QuotaBook::CohortSums QuotaBook::cohort_sums(const Account* a, const ResourceGroup& group, Resource r,
                                              bool count_held) const {
   CohortSums sums;
@@ -279,7 +304,7 @@ QuotaBook::CohortSums QuotaBook::cohort_sums(const Account* a, const ResourceGro
 
 bool QuotaBook::could_ever_fit(const ResourceGroup& group, const Resources& per_replica, int replicas,
                                bool may_borrow) const {
-  const Account* a = account(group.name);
+  const Account* a = account_of(group);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny) continue;
     const Resource r = find_resource(resource);
@@ -291,7 +316,7 @@ bool QuotaBook::could_ever_fit(const ResourceGroup& group, const Resources& per_
 
 bool QuotaBook::fits(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
                      bool count_held) const {
-  const Account* a = account(group.name);
+  const Account* a = account_of(group);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny || amount == 0) continue;
     const Resource r = find_resource(resource);
@@ -312,7 +337,7 @@ bool QuotaBook::fits(const ResourceGroup& group, const Resources& per_replica, i
 template <class F>
 void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
                              bool count_held, F&& refused) const {
-  const Account* a = account(group.name);
+  const Account* a = account_of(group);
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny || amount == 0) continue;
     const Resource r = find_resource(resource);

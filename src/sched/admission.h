@@ -93,6 +93,8 @@ class QuotaBook {
   // Every limited resource of `per_replica` where the group would go above
   // its guarantee by taking `replicas` more.
   std::vector<std::string> would_borrow(std::string_view group, const Resources& per_replica, int replicas) const;
+  // !would_borrow(group.name, ...).empty(), without naming them.
+  bool borrows(const ResourceGroup& group, const Resources& per_replica, int replicas) const;
 
   // One kReasonQuota reason per resource of per_replica x replicas that the
   // group cannot take: above its guarantee without `may_borrow`, above its
@@ -177,6 +179,9 @@ class QuotaBook {
     Wide used = 0;
   };
   const Account* account(std::string_view group) const;
+  // account(group.name), found by where the group sits among the book's groups
+  // (no name to hash) when it is one of them.
+  const Account* account_of(const ResourceGroup& group) const;
   Account& account_for(std::string_view group);
   // Account for a change: saved first when an undo is open.
   Account& changing(std::string_view group);
@@ -203,6 +208,8 @@ class QuotaBook {
   std::vector<char> open_by_default_;  // by id: cpu and memory, not limited unless named
   std::deque<Account> accounts_;  // stable addresses: the index and cohorts point into it
   std::unordered_map<std::string_view, Account*> by_name_;  // views of Account::name
+  const ResourceGroup* groups_ = nullptr;  // the groups the book was built with
+  std::vector<Account*> by_group_;         // by their position; nullptr for a name seen before
   std::map<std::string, std::vector<Account*>, std::less<>> cohorts_;
   bool has_holds_ = false;
   std::deque<Resources> kept_;  // copies that holdings point to

@@ -164,33 +164,6 @@ Wide in_use(const NodeLoad& load, std::string_view name, LoadMode mode) {
   return load.used.get(name);
 }
 
-Wide cpu_in_use(const NodeLoad& load, LoadMode mode) {
-  switch (mode) {
-    case LoadMode::kAll: return load.used.cpu;
-    case LoadMode::kNoHolds: return load.used.cpu - load.held.cpu;
-    case LoadMode::kDrained: return load.held.cpu;
-  }
-  return load.used.cpu;
-}
-
-Wide memory_in_use(const NodeLoad& load, LoadMode mode) {
-  switch (mode) {
-    case LoadMode::kAll: return load.used.memory;
-    case LoadMode::kNoHolds: return load.used.memory - load.held.memory;
-    case LoadMode::kDrained: return load.held.memory;
-  }
-  return load.used.memory;
-}
-
-Wide gpus_in_use(const NodeLoad& load, LoadMode mode) {
-  switch (mode) {
-    case LoadMode::kAll: return load.used.gpus;
-    case LoadMode::kNoHolds: return load.used.gpus - load.held.gpus;
-    case LoadMode::kDrained: return load.held.gpus;
-  }
-  return load.used.gpus;
-}
-
 bool NodeLoad::hosts_other_project(ProjectId project) const {
   for (const auto& [pg, n] : gpu_holders) {
     if (n > 0 && pg != project) return true;
@@ -351,9 +324,20 @@ const std::vector<std::string>& CycleState::clusters_of(const ResourceGroup& gro
 const std::vector<const ResourceGroup*>& CycleState::quota_scope_groups(const ResourceGroup& group) const {
   auto [it, added] = scope_groups_.try_emplace(&group);
   if (added) {
-    for (const ResourceGroup& g : snapshot_->resource_groups) {
-      if (this->group(g.name) != &g) continue;  // a name twice: the first one counts
-      if (&g == &group || (!group.cohort.empty() && g.cohort == group.cohort)) it->second.push_back(&g);
+    if (group.cohort.empty()) {
+      if (this->group(group.name) == &group) it->second.push_back(&group);
+    } else {
+      // Every cohort's members at once, in the snapshot's order: one pass
+      // over the groups, not one per group asked about.
+      if (cohort_groups_.empty()) {
+        for (const ResourceGroup& g : snapshot_->resource_groups) {
+          if (g.cohort.empty() || this->group(g.name) != &g) continue;  // a name twice: the first one counts
+          cohort_groups_[g.cohort].push_back(&g);
+        }
+      }
+      if (auto members = cohort_groups_.find(group.cohort); members != cohort_groups_.end()) {
+        it->second = members->second;
+      }
     }
   }
   return it->second;
@@ -426,17 +410,16 @@ const CycleState::WorkFacts& CycleState::read_facts(std::size_t w) const {
   return *f;
 }
 
-std::vector<std::string> CycleState::holders_on(const std::vector<std::size_t>& nodes) const {
-  std::set<std::string> out;
+void CycleState::holders_on(const std::vector<std::size_t>& nodes, std::vector<std::string_view>& out) const {
   for (std::size_t n : nodes) {
-    if (auto it = node_holders_.find(n); it != node_holders_.end()) out.insert(it->second.begin(), it->second.end());
+    if (auto it = node_holders_.find(n); it != node_holders_.end()) out.insert(out.end(), it->second.begin(), it->second.end());
   }
-  return {out.begin(), out.end()};
 }
 
-std::vector<std::string> CycleState::quota_holders(std::string_view group) const {
-  auto it = quota_holders_.find(group);
-  return it == quota_holders_.end() ? std::vector<std::string>{} : it->second;
+void CycleState::quota_holders(std::string_view group, std::vector<std::string_view>& out) const {
+  if (auto it = quota_holders_.find(group); it != quota_holders_.end()) {
+    out.insert(out.end(), it->second.begin(), it->second.end());
+  }
 }
 
 void CycleState::changed_nodes(const Placement& placement) {
@@ -545,6 +528,7 @@ void CycleState::hold_over(const Task& task, const Placement& placement, const s
   for (std::size_t w : claimed) {
     if (in_cycle_ && !claimed_[w]) claimed_list_.push_back(w);
     claimed_[w] = true;
+    ++stopping_changes_;
     const RunningWork& work = *running_[w];
     if (work.resource_group == task.resource_group) {
       quota_freed.add(work.per_replica, static_cast<std::int64_t>(work.placements.size()));
@@ -583,12 +567,26 @@ void CycleState::mark_stopping(std::size_t w) {
   stopping_[w] = true;
   stopping_list_.push_back(w);
   index_stopping(stopping_list_.size() - 1);
+  ++stopping_changes_;
   for (const auto& i : running_nodes(w)) {
     if (i && nodes_with_stopping_.insert(*i).second && in_cycle_) stopping_nodes_added_.push_back(*i);
   }
 }
 
 std::vector<std::size_t> CycleState::stopping_within(std::string_view group,
+                                                     const std::vector<std::string>& clusters) const {
+  // Asked by most blocked tasks of a big queue, while the answer changes
+  // only as work is marked stopping or claimed: kept per (group, clusters).
+  StoppingMemo& memo = stopping_memo_[{group.data(), &clusters}];
+  if (memo.changes == stopping_changes_ && memo.group == group && memo.clusters == clusters) return memo.works;
+  memo.changes = stopping_changes_;
+  memo.group = group;
+  memo.clusters = clusters;
+  memo.works = gather_stopping(group, clusters);
+  return memo.works;
+}
+
+std::vector<std::size_t> CycleState::gather_stopping(std::string_view group,
                                                      const std::vector<std::string>& clusters) const {
   std::vector<std::size_t> positions;
   auto gather = [&](const auto& index, std::string_view key) {
@@ -921,6 +919,7 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
 void CycleState::begin_cycle() {
   CP_CHECK(!in_cycle_, "begin_cycle: a cycle is already open");
   in_cycle_ = true;
+  stopping_memo_.clear();  // deltas since the last cycle changed what stops
   quota_.begin_undo();
   load_saved_.resize(nodes_.size(), false);
   stopping_before_ = stopping_list_.size();
@@ -948,6 +947,7 @@ void CycleState::end_cycle() {
   stopping_nodes_added_.clear();
   for (std::size_t w : claimed_list_) claimed_[w] = false;
   claimed_list_.clear();
+  stopping_memo_.clear();
   // Holds are the cycle's alone: the snapshot has none.
   nodes_with_holds_.clear();
   for (auto& held : holds_by_cluster_) held.clear();

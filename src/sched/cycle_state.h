@@ -129,10 +129,22 @@ enum class LoadMode {
 
 // The amount of `name` (or of every GPU) in use on the node, as `mode` counts it.
 Wide in_use(const NodeLoad& load, std::string_view name, LoadMode mode);
-Wide gpus_in_use(const NodeLoad& load, LoadMode mode);
+// What `mode` counts of one figure a load keeps used and held. Inline: every
+// node a fit asks about reads three of them.
+inline Wide counted(Wide used, Wide held, LoadMode mode) {
+  switch (mode) {
+    case LoadMode::kAll: return used;
+    case LoadMode::kNoHolds: return used - held;
+    case LoadMode::kDrained: return held;
+  }
+  return used;
+}
+inline Wide gpus_in_use(const NodeLoad& load, LoadMode mode) { return counted(load.used.gpus, load.held.gpus, mode); }
 // in_use(load, kCpu / kMemory, mode), without a name to compare.
-Wide cpu_in_use(const NodeLoad& load, LoadMode mode);
-Wide memory_in_use(const NodeLoad& load, LoadMode mode);
+inline Wide cpu_in_use(const NodeLoad& load, LoadMode mode) { return counted(load.used.cpu, load.held.cpu, mode); }
+inline Wide memory_in_use(const NodeLoad& load, LoadMode mode) {
+  return counted(load.used.memory, load.held.memory, mode);
+}
 
 // Where the loads of the nodes come from: the cycle's own, or an overlay,
 // counted in one mode.
@@ -259,8 +271,9 @@ class CycleState final : public LoadView {
   const std::set<std::size_t>& nodes_with_stopping() const { return nodes_with_stopping_; }
   const std::set<std::size_t>& nodes_with_holds() const { return nodes_with_holds_; }
   // Who holds room: task ids, by node; and by resource group (quota holds).
-  std::vector<std::string> holders_on(const std::vector<std::size_t>& nodes) const;
-  std::vector<std::string> quota_holders(std::string_view group) const;
+  // Appended to `out`: views, valid until the state next changes.
+  void holders_on(const std::vector<std::size_t>& nodes, std::vector<std::string_view>& out) const;
+  void quota_holders(std::string_view group, std::vector<std::string_view>& out) const;
 
   // Charges a placement to its group and its nodes.
   void commit(const Task& task, const Placement& placement);
@@ -394,6 +407,25 @@ class CycleState final : public LoadView {
   // Sorted on first use; a cache in a const state: one cycle, one thread.
   mutable std::unordered_map<const ResourceGroup*, std::vector<std::string>> group_clusters_;
   mutable std::unordered_map<const ResourceGroup*, std::vector<const ResourceGroup*>> scope_groups_;
+  mutable std::unordered_map<std::string_view, std::vector<const ResourceGroup*>> cohort_groups_;
+  // stopping_within's answers, by (group, clusters) as asked, while neither
+  // a work has been marked stopping nor a stopping one claimed since
+  // (stopping_changes_); dropped at each cycle's start and end, around the
+  // deltas. The key holds addresses: the group and clusters are compared too.
+  struct StoppingMemo {
+    std::uint64_t changes = 0;
+    std::string_view group;
+    std::vector<std::string> clusters;
+    std::vector<std::size_t> works;
+  };
+  struct PairHash {
+    std::size_t operator()(const std::pair<const void*, const void*>& p) const {
+      return std::hash<const void*>{}(p.first) * 31 + std::hash<const void*>{}(p.second);
+    }
+  };
+  mutable std::unordered_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> stopping_memo_;
+  std::uint64_t stopping_changes_ = 1;  // a memo of 0 changes is never current
+  std::vector<std::size_t> gather_stopping(std::string_view group, const std::vector<std::string>& clusters) const;
   std::vector<NodeView> nodes_;
   std::vector<NodeLoad> loads_;
   QuotaBook quota_;

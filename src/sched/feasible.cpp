@@ -135,7 +135,7 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
   }
   if (request.wants_gpus() && free_gpus(node, load, mode) < request.gpus) return NodeMisfit::kInsufficientGpu;
   if (!request.others) return std::nullopt;
-  for (const auto& [name, amount] : request.per_replica.amounts()) {
+  for (const auto& [name, amount] : request.per_replica().amounts()) {
     if (name == kCpu || name == kMemory || name.starts_with(kGpuPrefix)) continue;
     if (amount > 0 && lacks(name, amount)) return NodeMisfit::kInsufficientOther;
   }

@@ -12,7 +12,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   // Both sides lvalues: a prvalue on either side would copy per_replica for
   // every fit (the conditional's result would be a temporary).
   std::optional<Resources> without_any;
-  const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica;
+  const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica();
   if (!state.quota().fits(group, typed, request.replicas, c.may_borrow, count_held)) {
     if (explain) {
       for (auto& r : state.quota().refusals(group, typed, request.replicas, c.may_borrow, count_held)) {
@@ -57,8 +57,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   }
   if (selection.placement) {
     Placement& p = *selection.placement;
-    p.borrowing =
-        !state.quota().would_borrow(group.name, p.per_replica, static_cast<int>(p.placements.size())).empty();
+    p.borrowing = state.quota().borrows(group, p.per_replica, static_cast<int>(p.placements.size()));
     out.placement = std::move(selection.placement);
     return out;
   }

@@ -21,7 +21,7 @@ bool frees_something(const CycleState& state, std::size_t w, const Request& requ
     return f.gpus > 0 && f.gpu_type == request.gpu_type;
   }
   const RunningWork& work = state.running(w);
-  for (const auto& [name, amount] : request.per_replica.amounts()) {
+  for (const auto& [name, amount] : request.per_replica().amounts()) {
     if (amount <= 0) continue;
     if (name == kGpuAny ? work.per_replica.gpus() > 0 : work.per_replica.get(name) > 0) return true;
   }
@@ -32,7 +32,7 @@ bool frees_something(const CycleState& state, std::size_t w, const Request& requ
 bool borrows_what_is_asked(const CycleState& state, const RunningWork& w, const Request& request) {
   for (const auto& [name, amount] : w.per_replica.amounts()) {
     if (amount <= 0) continue;
-    bool asked = request.per_replica.get(name) > 0 || (name.starts_with(kGpuPrefix) && request.any_gpu());
+    bool asked = request.per_replica().get(name) > 0 || (name.starts_with(kGpuPrefix) && request.any_gpu());
     if (asked && state.quota().borrowed(w.resource_group, name) > 0) return true;
   }
   return false;
@@ -118,7 +118,7 @@ bool quota_admits_without_all(CycleState& state, const TaskContext& c, const Req
                               const std::vector<Ranked>& pool) {
   for (const Ranked& r : pool) state.take_out_quota(r.victim.work);
   std::optional<Resources> without_any;
-  const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica;
+  const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica();
   const bool admits = state.quota().fits(*c.group, typed, request.replicas, c.may_borrow, true);
   for (const Ranked& r : pool) state.put_back_quota(r.victim.work);
   return admits;
@@ -212,7 +212,9 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
 bool may_reclaim(const CycleState& state, const TaskContext& c) {
   if (c.group->cohort.empty()) return false;
   const Request& primary = c.shapes.front();
-  return state.quota().would_borrow(c.group->name, primary.typed_part(), primary.replicas).empty();
+  std::optional<Resources> without_any;
+  const Resources& typed = primary.any_gpu() ? without_any.emplace(primary.typed_part()) : primary.per_replica();
+  return !state.quota().borrows(*c.group, typed, primary.replicas);
 }
 
 bool may_preempt_now(const TaskContext& c) {

@@ -64,12 +64,18 @@ Amounts amounts_of(const Tally& t, const Denominators& denom) {
   return out;
 }
 
-void add(Amounts& a, const Task& t, const Denominators& denom) {
+// What the task adds to a holder's amounts, into `out` (sized as denom).
+void amounts_of(const Task& t, const Denominators& denom, Amounts& out) {
+  std::fill(out.begin(), out.end(), 0.0);
   for (const auto& [name, v] : t.step.resources.amounts()) {
     if (auto i = denom.index(name); i >= 0) {
-      a[static_cast<std::size_t>(i)] += static_cast<double>(v) * std::max(1, t.step.replicas);
+      out[static_cast<std::size_t>(i)] += static_cast<double>(v) * std::max(1, t.step.replicas);
     }
   }
+}
+
+void add(Amounts& a, const Amounts& more) {
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] += more[i];
 }
 
 std::string user_key(std::string_view project, std::string_view user) {
@@ -145,14 +151,16 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     heap.push({dominant(p.held, denom), u->tasks[u->next], &p});
   }
   auto out = first;
+  Amounts taken(denom.names.size(), 0.0);  // the task's, read once for its project and its user
   while (!heap.empty()) {
     Entry e = heap.top();
     heap.pop();
     User* u = next_user(*e.project);
     const QueuedTask* q = u->tasks[u->next++];
     *out++ = q;
-    add(e.project->held, q->task, denom);
-    add(u->held, q->task, denom);
+    amounts_of(q->task, denom, taken);
+    add(e.project->held, taken);
+    add(u->held, taken);
     u->share = dominant(u->held, denom);
     if (User* again = next_user(*e.project)) {
       heap.push({dominant(e.project->held, denom), again->tasks[again->next], e.project});

@@ -264,7 +264,7 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
     en += " in " + join(clusters, ", ");
     zh += "（集群 " + join(clusters, "、") + "）";
   }
-  std::string type = request.any_gpu() ? "" : request.gpu_type;
+  std::string type = request.any_gpu() ? "" : std::string(request.gpu_type);
   std::string selector = selector_text(group.node_selector);
   std::vector<std::string> parts_en, parts_zh;
   auto part = [&](NodeMisfit m, const std::string& en_text, const std::string& zh_text) {

@@ -14,7 +14,7 @@ Error invalid_request(const std::string& en, const std::string& zh) {
 }  // namespace
 
 Resources Request::resolved(std::string_view type) const {
-  Resources r = per_replica;
+  Resources r = *asked;
   if (any_gpu()) {
     r.set(kGpuAny, 0);
     r.set(std::string(kGpuPrefix) + std::string(type), gpus);
@@ -23,17 +23,13 @@ Resources Request::resolved(std::string_view type) const {
 }
 
 Resources Request::typed_part() const {
-  Resources r = per_replica;
+  Resources r = *asked;
   r.set(kGpuAny, 0);
   return r;
 }
 
-std::vector<int> shapes_open(const Task& task, Millis waited_ms) {
-  std::vector<int> out{0};
-  for (std::size_t i = 0; i < task.step.fallbacks.size(); ++i) {
-    if (waited_ms >= task.step.fallbacks[i].after_s * 1000) out.push_back(static_cast<int>(i + 1));
-  }
-  return out;
+bool shape_open(const Task& task, int shape, Millis waited_ms) {
+  return shape == 0 || waited_ms >= task.step.fallbacks[static_cast<std::size_t>(shape - 1)].after_s * 1000;
 }
 
 Result<Request> request_of(const Task& task, int shape) {
@@ -42,16 +38,16 @@ Result<Request> request_of(const Task& task, int shape) {
   if (shape < 0 || shape > static_cast<int>(task.step.fallbacks.size())) {
     return invalid_request("no fallback shape " + std::to_string(shape), "没有第 " + std::to_string(shape) + " 个备选规格");
   }
-  req.per_replica = shape == 0 ? task.step.resources : task.step.fallbacks[static_cast<std::size_t>(shape - 1)].resources;
+  req.asked = shape == 0 ? &task.step.resources : &task.step.fallbacks[static_cast<std::size_t>(shape - 1)].resources;
   req.replicas = task.step.replicas;
   if (req.replicas < 1 || req.replicas > kMaxReplicas) {
     return invalid_request(
         "replicas must be 1.." + std::to_string(kMaxReplicas) + ", got " + std::to_string(req.replicas),
         "副本数应为 1.." + std::to_string(kMaxReplicas) + "，实际为 " + std::to_string(req.replicas));
   }
-  req.cpu = req.per_replica.get(kCpu);
-  req.memory = req.per_replica.get(kMemory);
-  for (const auto& [name, amount] : req.per_replica.amounts()) {
+  req.cpu = req.asked->get(kCpu);
+  req.memory = req.asked->get(kMemory);
+  for (const auto& [name, amount] : req.asked->amounts()) {
     if (name != kCpu && name != kMemory && !name.starts_with(kGpuPrefix)) req.others = true;
     if (amount < 0 || amount > kMaxQuantity) {
       return invalid_request(name + " amount " + std::to_string(amount) + " is out of range",
@@ -59,10 +55,10 @@ Result<Request> request_of(const Task& task, int shape) {
     }
     if (!name.starts_with(kGpuPrefix)) continue;
     if (!req.gpu_type.empty()) {
-      return invalid_request("more than one GPU type (" + std::string(kGpuPrefix) + req.gpu_type + ", " + name + ")",
-                             "请求了多种 GPU 类型（" + std::string(kGpuPrefix) + req.gpu_type + "、" + name + "）");
+      return invalid_request("more than one GPU type (" + std::string(kGpuPrefix) + std::string(req.gpu_type) + ", " + name + ")",
+                             "请求了多种 GPU 类型（" + std::string(kGpuPrefix) + std::string(req.gpu_type) + "、" + name + "）");
     }
-    req.gpu_type = name.substr(kGpuPrefix.size());
+    req.gpu_type = std::string_view(name).substr(kGpuPrefix.size());
     if (req.gpu_type.empty()) return invalid_request("\"gpu/\" names no GPU type", "\"gpu/\" 未指明 GPU 类型");
     req.gpus = amount;
   }

@@ -11,11 +11,18 @@
 
 namespace cp::sched {
 
+inline const Resources kNoResources;
+
 struct Request {
-  Resources per_replica;  // as asked: may hold "gpu/any"
+  // The step's resources (or a fallback's) as asked: may hold "gpu/any". A
+  // view, not a copy (a copy of the names costs more than the rest of a
+  // task's gates): valid while the task it was read from lives.
+  const Resources& per_replica() const { return *asked; }
+  const Resources* asked = &kNoResources;
   int replicas = 1;
-  // "" when no GPU is asked for, "any" for "gpu/any", else the concrete type.
-  std::string gpu_type;
+  // "" when no GPU is asked for, "any" for "gpu/any", else the concrete type
+  // (a view of the name in *asked).
+  std::string_view gpu_type;
   std::int64_t gpus = 0;  // per replica
   int shape = 0;          // 0: the step's own resources; i: step.fallbacks[i - 1]
   std::int64_t cpu = 0;     // per_replica's cpu and memory, read once
@@ -39,13 +46,13 @@ struct Request {
 
 inline constexpr int kMaxReplicas = 1024;
 
-// The request of a task, or why it cannot be scheduled at all (replicas out
+// The request of a task (a view of it: see Request::asked), or why it cannot be scheduled at all (replicas out
 // of 1..kMaxReplicas, negative or oversized amounts, two GPU types). Submit
 // validation rejects all of these; the scheduler still must not trust it.
 Result<Request> request_of(const Task& task, int shape = 0);
 
-// The shapes a task may use now: 0, then each fallback whose wait has passed
-// (`waited_ms` in the queue), in order.
-std::vector<int> shapes_open(const Task& task, Millis waited_ms);
+// Whether a task may use one of its shapes now: 0 always, a fallback once
+// its wait has passed (`waited_ms` in the queue).
+bool shape_open(const Task& task, int shape, Millis waited_ms);
 
 }  // namespace cp::sched

@@ -43,7 +43,9 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
     return std::vector{reasons::dependencies(queued.unfinished_dependencies)};
   }
   c.waited_ms = std::max<Millis>(0, now - task.queued_at);
-  for (int shape : shapes_open(task, c.waited_ms)) {
+  const int shapes = 1 + static_cast<int>(task.step.fallbacks.size());
+  for (int shape = 0; shape < shapes; ++shape) {
+    if (!shape_open(task, shape, c.waited_ms)) continue;
     auto request = request_of(task, shape);
     if (!request) return std::vector{reasons::invalid_request(request.error())};
     // Node filters then compare the type as an int.
@@ -82,10 +84,11 @@ void append_raw(std::string& k, Int v) {
   k.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-std::string class_key(const TaskContext& c) {
+// Into `k` (cleared first): a buffer kept by the cycle, so that a task whose
+// class is known allocates nothing for its key.
+void class_key(const TaskContext& c, std::string& k) {
   const Task& t = *c.task;
-  std::string k;
-  k.reserve(128);
+  k.clear();
   k += t.resource_group;
   k += '\x1f';
   k += t.cluster;
@@ -108,7 +111,7 @@ std::string class_key(const TaskContext& c) {
   // back one way only.
   for (const Request& r : c.shapes) {
     k += '\x1f';
-    for (const auto& [name, amount] : r.per_replica.amounts()) {
+    for (const auto& [name, amount] : r.per_replica().amounts()) {
       k += name;
       k += '=';
       append_raw(k, amount);
@@ -116,7 +119,6 @@ std::string class_key(const TaskContext& c) {
     k += '*';
     append_raw(k, r.replicas);
   }
-  return k;
 }
 
 std::vector<std::string> node_names(const Placement& p) {
@@ -169,8 +171,8 @@ class Cycle {
       pend(queued.task.id, Reasons(std::move(*refused)));
       return;
     }
-    std::string key = class_key(c);
-    auto known = failed_.find(key);
+    class_key(c, key_);
+    auto known = failed_.find(std::string_view(key_));
     if (known == failed_.end()) {
       Fit fit = fit_shapes(state_, state_, c, true);
       if (fit.placement) {
@@ -179,7 +181,7 @@ class Cycle {
         plan_.placements.push_back(std::move(*fit.placement));
         return;
       }
-      known = failed_.emplace(std::move(key), Failed{std::move(fit.reasons), fit.blocked}).first;
+      known = failed_.emplace(key_, Failed{std::move(fit.reasons), fit.blocked}).first;
     }
     Failed& f = known->second;
     Reasons why = f.reasons;
@@ -231,13 +233,17 @@ class Cycle {
     for (const auto& r : f.placement->placements) {
       if (auto i = state_.node_index(f.placement->cluster_id, r.node)) nodes.push_back(*i);
     }
-    std::vector<std::string> holders = state_.holders_on(nodes);
-    for (auto& t : state_.quota_holders(c.group->name)) holders.push_back(t);
+    std::vector<std::string_view> holders;  // views: the state does not change below
+    state_.holders_on(nodes, holders);
+    state_.quota_holders(c.group->name, holders);
     std::sort(holders.begin(), holders.end());
     holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
-    // Behind the same tasks as an earlier answer (of any class): the same reason.
-    Reasons::Shared& reason = behind_reasons_[holders];
-    if (!reason) reason = Reasons::make(reasons::reservation(holders));
+    // Behind the same tasks as an earlier answer (of any class): the same
+    // reason. Found by the ids joined (an id holds no NUL).
+    std::string key;
+    for (std::string_view h : holders) key.append(h).push_back('\0');
+    Reasons::Shared& reason = behind_reasons_[key];
+    if (!reason) reason = Reasons::make(reasons::reservation(std::vector<std::string>(holders.begin(), holders.end())));
     failed.behind = Failed::Behind{state_.mark(), c.project, quota_fits(c), reason};
     why.add_front(failed.behind->reason);
     return true;
@@ -252,7 +258,7 @@ class Cycle {
   }
 
   signed char admitted_without_holds(const TaskContext& c, const Request& r) const {
-    return state_.quota().fits(*c.group, r.per_replica, r.replicas, c.may_borrow, false) ? 1 : 0;
+    return state_.quota().fits(*c.group, r.per_replica(), r.replicas, c.may_borrow, false) ? 1 : 0;
   }
 
   // The remembered answer still holds: same project group (nodes are ranked
@@ -284,7 +290,7 @@ class Cycle {
     if (quota_only && !state_.stopping_in_quota_scope(*c.group)) return false;
     // Work stopping and not yet claimed by an earlier task of this cycle.
     // Only what could make room for this task: in its clusters, or its group's quota.
-    std::vector<std::size_t> stopping = state_.stopping_within(c.task->resource_group, c.clusters->usable);
+    std::vector<std::size_t> stopping = state_.stopping_within(c.group->name, c.clusters->usable);
     if (stopping.empty()) return false;
     if (quota_only &&
         std::none_of(stopping.begin(), stopping.end(), [&](std::size_t w) { return same_quota_scope(w, c); })) {
@@ -367,7 +373,7 @@ class Cycle {
       // A bare GPU count is refused per type; which type it would wait for is not known.
       if (primary.any_gpu()) return;
       --left;
-      state_.hold_quota(*c.task, primary.per_replica, primary.replicas);
+      state_.hold_quota(*c.task, primary.per_replica(), primary.replicas);
       why.add(reasons::reserved({}, c.group->name));
       return;
     }
@@ -399,12 +405,18 @@ class Cycle {
   // Found, never walked: hashes (asked for every task, with long keys).
   std::unordered_map<std::string_view, int> reservations_;  // views of the snapshot's group names
   std::unordered_map<std::string_view, int> reservation_tries_;
-  std::unordered_map<std::string, Failed> failed_;
+  // Found by a view of key_ (no string built per task: transparent hash).
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+  };
+  std::unordered_map<std::string, Failed, KeyHash, std::equal_to<>> failed_;
+  std::string key_;
   GroupClusters plain_clusters_;
   // "Behind reservation" reasons by who the room is held for: the reason
   // says no more than that, and most blocked tasks of a group wait behind
   // the same one or two.
-  std::map<std::vector<std::string>, Reasons::Shared> behind_reasons_;
+  std::unordered_map<std::string, Reasons::Shared> behind_reasons_;
   Plan plan_;
 };
 

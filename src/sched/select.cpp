@@ -111,7 +111,7 @@ Selection try_attempts(const CycleState& state, const ResourceGroup& group, cons
         std::find(refused_types.begin(), refused_types.end(), attempt.gpu_type) != refused_types.end()) {
       continue;
     }
-    Resources per_replica = request.any_gpu() ? request.resolved(attempt.gpu_type) : request.per_replica;
+    Resources per_replica = request.any_gpu() ? request.resolved(attempt.gpu_type) : request.per_replica();
     std::optional<std::vector<ReplicaPlacement>> placed;
     if (request.replicas == 1) {
       // The best-ranked node of the attempt is where place_replicas would put it.
@@ -157,7 +157,7 @@ Placement place_on(const CycleState& state, const Task& task, const Request& req
   const NodeView& v = state.nodes()[node];
   std::vector<ReplicaPlacement> placed{
       ReplicaPlacement{0, v.name(), lowest_free_gpus(v, loads.load(node), request.gpus, loads.mode())}};
-  return Placement{task.id, v.cluster_id(), std::move(placed), request.per_replica, request.shape, false};
+  return Placement{task.id, v.cluster_id(), std::move(placed), request.per_replica(), request.shape, false};
 }
 
 Selection select_gang(const CycleState& state, const ResourceGroup& group, const Task& task, const Request& request,

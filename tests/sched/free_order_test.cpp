@@ -4,6 +4,7 @@
 // as loads change; and CycleState::fitting_nodes gives feasible_nodes' nodes
 // (gangs and gpu/any too); CycleState::best_single_per_type gives the
 // attempts select_gang makes for one replica of gpu/any.
+#include <deque>
 #include <random>
 
 #include "harness.h"
@@ -76,10 +77,11 @@ class FreeOrderTest : public ::testing::Test {
     std::vector<std::string> clusters{"c1", "c2"};
     std::vector<std::vector<std::string>> cluster_sets{clusters, {"c1"}, {"c2"}};
     std::vector<Request> requests;
+    std::deque<Task> tasks;  // a Request views its task's resources
     for (std::string_view type : {kA100, kH100}) {
       for (int gpus : {1, 2, 4, 8}) {
         for (int cpu : {0, 8, 40}) {
-          Task t;
+          Task& t = tasks.emplace_back();
           t.step.resources = res(std::string(type) + ":" + std::to_string(gpus) + (cpu ? ",cpu:" + std::to_string(cpu) : ""));
           Request r = *request_of(t);
           r.gpu_type_id = state.gpu_type_id(r.gpu_type);
@@ -88,12 +90,12 @@ class FreeOrderTest : public ::testing::Test {
       }
     }
     for (std::string_view spec : {"cpu:4", "cpu:30,memory:100Gi", "memory:200Gi", "cpu:64", "gpu/any:1", "gpu/any:4,cpu:40"}) {
-      Task t;
+      Task& t = tasks.emplace_back();
       t.step.resources = res(spec);
       requests.push_back(*request_of(t));
     }
     for (int replicas : {2, 5}) {
-      Task t;
+      Task& t = tasks.emplace_back();
       t.step.resources = res("gpu/nvidia-a100-80gb:4,cpu:8");
       t.step.replicas = replicas;
       Request r = *request_of(t);
@@ -118,7 +120,7 @@ class FreeOrderTest : public ::testing::Test {
           if (!got) continue;
           ++fitting_compared;
           ASSERT_EQ(*got, feasible_nodes(state, *loads, cs, g, r, false).fit)
-              << when << ": " << r.per_replica.to_string() << " x" << r.replicas
+              << when << ": " << r.per_replica().to_string() << " x" << r.replicas
               << (loads == &state ? "" : (loads == &freed ? " on an overlay" : " without holds"));
         }
         if (r.replicas != 1) continue;
@@ -139,13 +141,13 @@ class FreeOrderTest : public ::testing::Test {
                 ++any_compared;
                 Selection got = best->empty() ? Selection{} : select_any_single(state, g, task, r, *best, options);
                 ASSERT_EQ(got.placement.has_value(), want.placement.has_value())
-                    << when << ": " << r.per_replica.to_string() << " project " << project;
+                    << when << ": " << r.per_replica().to_string() << " project " << project;
                 if (!got.placement) continue;
                 ASSERT_EQ(got.placement->cluster_id + "/" + got.placement->placements.front().node + " " +
                               got.placement->per_replica.to_string(),
                           want.placement->cluster_id + "/" + want.placement->placements.front().node + " " +
                               want.placement->per_replica.to_string())
-                    << when << ": " << r.per_replica.to_string() << " project " << project << " policy "
+                    << when << ": " << r.per_replica().to_string() << " project " << project << " policy "
                     << (policy == PlacementPolicy::spread ? "spread" : "binpack")
                     << (loads == &state ? "" : (loads == &freed ? " on an overlay" : " without holds"));
                 continue;
@@ -154,12 +156,12 @@ class FreeOrderTest : public ::testing::Test {
               if (!got.applies) continue;  // the first few asks, before the order is built
               ++compared;
               ASSERT_EQ(got.node.has_value(), want.placement.has_value())
-                  << when << ": " << r.per_replica.to_string() << " project " << project;
+                  << when << ": " << r.per_replica().to_string() << " project " << project;
               if (!got.node) continue;
               const NodeView& v = state.nodes()[*got.node];
               ASSERT_EQ(v.cluster_id() + "/" + v.name(),
                         want.placement->cluster_id + "/" + want.placement->placements.front().node)
-                  << when << ": " << r.per_replica.to_string() << " project " << project << " policy "
+                  << when << ": " << r.per_replica().to_string() << " project " << project << " policy "
                   << (policy == PlacementPolicy::spread ? "spread" : "binpack")
                   << (loads == &state ? "" : (loads == &freed ? " on an overlay" : " without holds"));
             }
