@@ -355,6 +355,7 @@ int main(int argc, char** argv) {
     const auto wal0 = cp::sqlite::wal_batching_stats();
     auto* postgres = dynamic_cast<const cp::PostgresStore*>(store.get());
     const std::int64_t trips0 = postgres != nullptr ? postgres->round_trips() : 0;
+    const auto pg_groups0 = postgres != nullptr ? postgres->group_stats() : cp::PostgresStore::GroupStats{};
     e2e = run_end_to_end(served, *objects, tasks, clients, http_threads, !no_scheduler, !cold_scheduler);
     e2e_cpu = cpu_seconds() - cpu0;
     if (const auto* sqlite = dynamic_cast<const cp::SqliteStore*>(store.get())) {
@@ -373,8 +374,16 @@ int main(int argc, char** argv) {
     if (postgres != nullptr) {
       // Every exchange with the server costs both sides a send and a wake-up.
       const std::int64_t trips = postgres->round_trips() - trips0;
-      group_commit = fmt::format("round trips to PostgreSQL: {} ({:.1f} a task)", trips,
-                                 static_cast<double>(trips) / std::max(1, tasks));
+      // Group commit of write_shared() (the submits): transactions of more
+      // than one write, and those writes.
+      const auto g = postgres->group_stats();
+      const std::int64_t groups = g.groups - pg_groups0.groups;
+      const std::int64_t grouped = g.grouped_writes - pg_groups0.grouped_writes;
+      group_commit = fmt::format(
+          "round trips to PostgreSQL: {} ({:.1f} a task); group commit: {} transactions of {} submits ({:.2f} a "
+          "transaction)",
+          trips, static_cast<double>(trips) / std::max(1, tasks), groups, grouped,
+          groups ? static_cast<double>(grouped) / static_cast<double>(groups) : 0.0);
     }
     // The same rows, into the same database, with nothing else running.
     raw = raw_insert_per_sec(*store, tasks, batch);

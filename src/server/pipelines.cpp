@@ -92,7 +92,9 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
   std::optional<json::object> answer;
 
   const Pipeline submitted = pipeline;
-  CP_TRY(store_.write([&](Tx& tx) -> Status {
+  // Shared: the body reads only through tx (PostgreSQL may commit it with
+  // other submits queued at the same time).
+  CP_TRY(store_.write_shared([&](Tx& tx) -> Status {
     // Store::write runs the body again after a conflict or a busy database:
     // each run starts from the pipeline as submitted, and the answer names
     // only the tasks of the run that committed.

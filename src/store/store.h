@@ -368,6 +368,14 @@ class Store {
   // Runs `body` in a read-write transaction; commits if it returns ok.
   // Retries a bounded number of times when the database is busy.
   virtual Status write(const std::function<Status(Tx&)>& body) = 0;
+  // write(), for a body that may share its transaction with other such
+  // bodies (group commit: one COMMIT for many). It must read only through
+  // `tx`, and nothing it does may depend on when the transaction's snapshot
+  // was taken: it may be older than the body (no mark of in-memory state,
+  // such as ChangeJournal::last(), taken inside it). A submit qualifies; the
+  // scheduler's apply does not. A store that groups every write (SQLite:
+  // one writer) runs it as write().
+  virtual Status write_shared(const std::function<Status(Tx&)>& body) { return write(body); }
   // Runs `body` in a read-only transaction (a consistent snapshot).
   virtual Status read(const std::function<Status(Tx&)>& body) = 0;
   // Schema version after migrate().

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <future>
 #include <latch>
+#include <stdexcept>
 #include <thread>
 
 #include "store/migrations.h"
@@ -531,6 +532,140 @@ TEST_F(PostgresTest, HeldWritesGoToTheServerWithCommit) {
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[1].object_id, "t-2");
   EXPECT_GT(events[1].id, events[0].id);
+}
+
+// Group commit (run_one_group): a pool of 2 has one leader.
+
+// A submit's shape, held: counts its runs, reads, then inserts a task.
+std::function<Status(Tx&)> held_insert(std::atomic<int>& runs, std::string id) {
+  return [&runs, id = std::move(id)](Tx& tx) -> Status {
+    ++runs;
+    tx.hold_writes();
+    CP_TRY(tx.get_meta("first"));
+    return tx.insert_task(make_task(id, kT0));
+  };
+}
+
+std::vector<std::string> tasks_present(Store& store, const std::vector<std::string>& ids) {
+  std::vector<std::string> out;
+  EXPECT_OK(store.read([&](Tx& tx) -> Status {
+    for (const auto& id : ids) {
+      CP_ASSIGN(auto t, tx.get_task(id));
+      if (t) out.push_back(id);
+    }
+    return {};
+  }));
+  return out;
+}
+
+TEST_F(PostgresTest, WritesQueuedTogetherCommitAsOneGroupEachWithItsOwnOutcome) {
+  auto store = open(2);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  std::atomic<int> runs_a{0}, runs_b{0}, runs_c{0};
+  // B is refused at its checks, before writing: nothing to undo, so the
+  // group commits as it ran, and nobody runs twice. B reads A's row: one
+  // transaction.
+  std::vector<Status> results;
+  const std::int64_t trips_before = store->round_trips();
+  run_one_group(*store,
+                {held_insert(runs_a, "t-a"),
+                 [&](Tx& tx) -> Status {
+                   ++runs_b;
+                   tx.hold_writes();
+                   CP_ASSIGN(auto t, tx.get_task("t-a"));
+                   if (!t) return Error{"test", 500, "t-a not seen", "", {}};
+                   return Error{"refused", 409, "no", "不", {}};
+                 },
+                 held_insert(runs_c, "t-c")},
+                results);
+  EXPECT_OK(results[0]);
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].error().code, "refused");
+  EXPECT_OK(results[2]);
+  EXPECT_EQ(runs_a.load() + runs_b.load() + runs_c.load(), 3);
+  EXPECT_EQ(store->group_stats().groups, 1);
+  EXPECT_EQ(store->group_stats().grouped_writes, 3);
+  // The first write: BEGIN with its write, COMMIT. The group: each read
+  // carries the rows held before it, and COMMIT the last: 3 + 1.
+  EXPECT_EQ(store->round_trips() - trips_before, 2 + 4);
+  EXPECT_EQ(tasks_present(*store, {"t-a", "t-c"}), (std::vector<std::string>{"t-a", "t-c"}));
+}
+
+TEST_F(PostgresTest, AGroupRunsAgainBehindSavepointsWhenABodyFailsAfterWritingOrItsHeldRowFails) {
+  auto store = open(2);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  ASSERT_OK(store->write([](Tx& tx) { return tx.insert_task(make_task("t-old", kT0)); }));
+  // E fails after writing: the group runs again, each body behind a
+  // savepoint, and only E's rows are undone.
+  std::atomic<int> runs_d{0}, runs_e{0}, runs_f{0};
+  std::vector<Status> results;
+  run_one_group(*store,
+                {held_insert(runs_d, "t-d"),
+                 [&](Tx& tx) -> Status {
+                   ++runs_e;
+                   CP_TRY(tx.insert_task(make_task("t-e", kT0)));
+                   CP_TRY(tx.set_meta("e", "wrote"));
+                   return Error{"refused", 409, "no", "不", {}};
+                 },
+                 held_insert(runs_f, "t-f")},
+                results);
+  EXPECT_OK(results[0]);
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].error().code, "refused");
+  EXPECT_OK(results[2]);
+  EXPECT_EQ(runs_d.load(), 2);  // once without savepoints (rolled back), once behind one
+  EXPECT_EQ(runs_e.load(), 2);
+  EXPECT_EQ(runs_f.load(), 1);  // the first run stopped at E
+  EXPECT_EQ(tasks_present(*store, {"t-d", "t-e", "t-f"}), (std::vector<std::string>{"t-d", "t-f"}));
+  // H's held row exists already: the unique violation shows only at COMMIT
+  // (or with the next body's read), where it cannot be told whose it is.
+  // The group runs again behind savepoints: H alone fails, as it would
+  // alone, and G and I commit.
+  std::atomic<int> runs_g{0}, runs_h{0}, runs_i{0};
+  run_one_group(*store, {held_insert(runs_g, "t-g"), held_insert(runs_h, "t-old"), held_insert(runs_i, "t-i")},
+                results);
+  EXPECT_OK(results[0]);
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].error().code, "already_exists");
+  EXPECT_EQ(results[1].error().status, 409);
+  EXPECT_OK(results[2]);
+  EXPECT_EQ(runs_g.load(), 2);
+  EXPECT_EQ(runs_h.load(), 2);
+  EXPECT_EQ(runs_i.load(), 2);
+  EXPECT_EQ(tasks_present(*store, {"t-g", "t-i"}), (std::vector<std::string>{"t-g", "t-i"}));
+  // The same held row as the last write: it fails at COMMIT.
+  std::atomic<int> runs_j{0}, runs_k{0};
+  run_one_group(*store, {held_insert(runs_j, "t-j"), held_insert(runs_k, "t-old")}, results);
+  EXPECT_OK(results[0]);
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].error().code, "already_exists");
+  EXPECT_EQ(tasks_present(*store, {"t-j"}), (std::vector<std::string>{"t-j"}));
+}
+
+TEST_F(PostgresTest, ABodyThatThrowsInAGroupThrowsOnItsOwnThreadAndTheOthersCommit) {
+  auto store = open(2);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  std::atomic<int> runs_a{0}, runs_c{0};
+  std::vector<Status> results;
+  run_one_group(*store,
+                {held_insert(runs_a, "t-a"),
+                 [&](Tx& tx) -> Status {
+                   tx.hold_writes();
+                   CP_TRY(tx.get_meta("first"));
+                   throw std::runtime_error("boom");
+                 },
+                 held_insert(runs_c, "t-c")},
+                results);
+  EXPECT_OK(results[0]);
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].error().code, "thrown");
+  EXPECT_EQ(results[1].error().message, "boom");
+  EXPECT_OK(results[2]);
+  EXPECT_EQ(runs_a.load() + runs_c.load(), 2);  // it threw before writing: nothing to run again
+  EXPECT_EQ(tasks_present(*store, {"t-a", "t-c"}), (std::vector<std::string>{"t-a", "t-c"}));
 }
 
 TEST_F(PostgresTest, ManyHeldWritesGoInPipelinesOfBoundedLength) {

@@ -223,16 +223,6 @@ TEST_F(SqliteFileTest, TwoConnectionsOnOneFileLoseNoUpdate) {
   EXPECT_EQ(counter, std::optional<std::string>(std::to_string(2 * kWrites)));
 }
 
-// Polls `done` until it holds or 10 s pass.
-bool eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
-
 TEST_F(SqliteFileTest, ABodyOfAGroupKnowsTheTasksTheBodiesBeforeItWrote) {
   // Tx::wrote_task: what the change journal does not name yet inside a write.
   // A holds the writer until B and C queue; B and C then share one group.
@@ -286,32 +276,6 @@ TEST_F(SqliteFileTest, ABodyOfAGroupKnowsTheTasksTheBodiesBeforeItWrote) {
     EXPECT_TRUE(c.has_value());
     return {};
   }));
-}
-
-// Runs `first` while it holds the writer, queues `bodies` behind it one by
-// one (they become one group), then lets `first` finish. Each result is
-// kept in `results`, in the order of `bodies`.
-void run_one_group(SqliteStore& store, const std::vector<std::function<Status(Tx&)>>& bodies,
-                   std::vector<Status>& results) {
-  std::atomic<bool> release{false}, inside{false};
-  std::thread first([&] {
-    EXPECT_OK(store.write([&](Tx& tx) -> Status {
-      CP_TRY(tx.set_meta("first", "ran"));
-      inside = true;
-      EXPECT_TRUE(eventually([&] { return release.load(); }));
-      return {};
-    }));
-  });
-  ASSERT_TRUE(eventually([&] { return inside.load(); }));
-  results.assign(bodies.size(), Status());
-  std::vector<std::thread> queued;
-  for (std::size_t i = 0; i < bodies.size(); ++i) {
-    queued.emplace_back([&, i] { results[i] = store.write(bodies[i]); });
-    ASSERT_TRUE(eventually([&] { return store.queued_writes() == i + 1; }));
-  }
-  release = true;
-  first.join();
-  for (auto& t : queued) t.join();
 }
 
 // A body that counts its runs in `runs` and inserts task `id`.

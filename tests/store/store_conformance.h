@@ -7,11 +7,16 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "store/store.h"
 
@@ -27,6 +32,50 @@
   } while (0)
 
 namespace cp::testing {
+
+// Polls `done` until it holds or 10 s pass.
+inline bool eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Group commit (a store with queued_writes()): runs a first write_shared() that holds
+// the writer (the one group leader) until `bodies` have queued behind it one
+// by one, so that they run as one group. Each result lands in `results`, in
+// the order of `bodies`; a body's exception, rethrown by write() on its own
+// thread, as the error "thrown".
+template <class S>
+void run_one_group(S& store, const std::vector<std::function<Status(Tx&)>>& bodies, std::vector<Status>& results) {
+  std::atomic<bool> release{false}, inside{false};
+  std::thread first([&] {
+    EXPECT_OK(store.write_shared([&](Tx& tx) -> Status {
+      CP_TRY(tx.set_meta("first", "ran"));
+      inside = true;
+      EXPECT_TRUE(eventually([&] { return release.load(); }));
+      return {};
+    }));
+  });
+  ASSERT_TRUE(eventually([&] { return inside.load(); }));
+  results.assign(bodies.size(), Status());
+  std::vector<std::thread> queued;
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    queued.emplace_back([&, i] {
+      try {
+        results[i] = store.write_shared(bodies[i]);
+      } catch (const std::exception& e) {
+        results[i] = Error{"thrown", 500, e.what(), "", {}};
+      }
+    });
+    ASSERT_TRUE(eventually([&] { return store.queued_writes() == i + 1; }));
+  }
+  release = true;
+  first.join();
+  for (auto& t : queued) t.join();
+}
 
 using StoreFactory = std::function<std::unique_ptr<Store>()>;
 

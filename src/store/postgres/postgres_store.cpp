@@ -63,6 +63,11 @@ class InsideMark {
   InsideMark& operator=(const InsideMark&) = delete;
 };
 
+void check_not_inside(const void* store) {
+  CP_CHECK(std::find(tls_open_stores.begin(), tls_open_stores.end(), store) == tls_open_stores.end(),
+           "Store::write/read/migrate called inside a transaction body on the same thread (would deadlock)");
+}
+
 }  // namespace
 
 Result<PostgresOptions> parse_postgres_url(std::string_view url) {
@@ -119,7 +124,8 @@ PostgresStore::PostgresStore(const PostgresOptions& options)
     : options_(options),
       pool_(
           [conninfo = options.conninfo, display = options.display] { return pg::Connection::open(conninfo, display); },
-          options.pool_size) {}
+          options.pool_size),
+      max_leaders_(std::max(1, options.pool_size / 2)) {}
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const PostgresOptions& options) {
   CP_CHECK(options.pool_size >= 1, "PostgresOptions::pool_size must be at least 1");
@@ -131,6 +137,133 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const PostgresOptions
 }
 
 Status PostgresStore::write(const std::function<Status(Tx&)>& body) { return run(TxKind::write, body); }
+
+Status PostgresStore::write_shared(const std::function<Status(Tx&)>& body) {
+  check_not_inside(this);
+  PendingWrite me;
+  me.body = &body;
+  std::vector<PendingWrite*> group;
+  {
+    std::unique_lock lock(queue_mu_);
+    queue_.push_back(&me);
+    // Lead while fewer than max_leaders_ groups run: everything queued so
+    // far (this write included) is one group. Taken into another's group:
+    // wait for it.
+    me.wake.wait(lock, [&] { return me.done || (!me.taken && leaders_ < max_leaders_); });
+    if (!me.done) {
+      ++leaders_;
+      group.swap(queue_);
+      for (auto* w : group) w->taken = true;
+    }
+  }
+  if (!group.empty()) {
+    commit_group(group);
+    if (group.size() > 1) {
+      groups_.fetch_add(1, std::memory_order_relaxed);
+      grouped_writes_.fetch_add(static_cast<std::int64_t>(group.size()), std::memory_order_relaxed);
+    }
+    // Wake the writers that are done, and the first one queued since, to
+    // lead the next group. Under the lock: a done writer returns, and its
+    // PendingWrite is gone, as soon as it can take the lock.
+    std::lock_guard lock(queue_mu_);
+    for (auto* w : group) {
+      w->done = true;
+      if (w != &me) w->wake.notify_one();
+    }
+    --leaders_;
+    if (!queue_.empty()) queue_.front()->wake.notify_one();
+  }
+  if (me.thrown) std::rethrow_exception(me.thrown);
+  return me.result;
+}
+
+void PostgresStore::commit_group(const std::vector<PendingWrite*>& group) {
+  if (group.size() == 1) {
+    PendingWrite& w = *group.front();
+    try {
+      w.result = run(TxKind::write, *w.body);
+    } catch (...) {
+      w.thrown = std::current_exception();
+    }
+    return;
+  }
+  InsideMark mark(this);
+  // One body's failure must undo only its own writes; a savepoint per body
+  // would do it, but costs (a subtransaction each, and a round trip to send
+  // its writes before RELEASE, so that their errors are known to be its
+  // own). Most bodies succeed, and most that fail do so before writing (a
+  // refused submit fails at its checks). So a group first runs without
+  // savepoints, its held writes going out with the next body's first read
+  // or with COMMIT. When a body fails after writing, or a statement fails
+  // (whose, of the writes sent together, is not known), the transaction is
+  // rolled back and the group runs again, each body behind a savepoint.
+  bool savepoints = false;
+  bool again = false;  // the run without savepoints cannot keep every outcome
+  PostgresTx::SharedReads shared;
+  auto run_group = [&](pg::Connection& conn) -> Status {
+    // Behind savepoints, a body rolled back to its own may have read a row
+    // it wrote: nothing is shared then.
+    shared = PostgresTx::SharedReads{savepoints, {}};
+    for (auto* w : group) {
+      w->result = Status();
+      w->thrown = nullptr;
+      w->changed = ChangedRows();
+      if (savepoints) CP_TRY(conn.execute("SAVEPOINT cp_write"));
+      bool wrote = false;
+      {
+        PostgresTx tx(conn, true, &shared);
+        try {
+          w->result = (*w->body)(tx);
+          if (w->result.ok()) w->result = tx.send_held();  // with the next body's read, or COMMIT
+        } catch (...) {
+          w->thrown = std::current_exception();
+        }
+        wrote = tx.wrote();
+        w->changed = tx.take_changed();
+      }
+      const bool failed = !w->result.ok() || w->thrown;
+      // A conflict or a lost connection: the group runs again (transaction()).
+      if (conn.retry() != pg::Retry::no) {
+        return failed && !w->thrown ? w->result : store_error(503, "a grouped write was cut off; the group runs again");
+      }
+      if (savepoints) {
+        if (!failed) {
+          // Its writes go now, so that an error among them is its own.
+          Status released = conn.execute("RELEASE SAVEPOINT cp_write");
+          if (released.ok()) continue;
+          if (conn.retry() != pg::Retry::no) return released;
+          w->result = released;
+        }
+        conn.cancel_pending();  // its own, unsent: SAVEPOINT sent everything before
+        CP_TRY(conn.execute("ROLLBACK TO SAVEPOINT cp_write"));
+        CP_TRY(conn.execute("RELEASE SAVEPOINT cp_write"));
+        continue;
+      }
+      if (conn.broken() || conn.transaction_failed() || (failed && wrote)) {
+        again = true;
+        return store_error(500, "a grouped write failed after writing: the group runs again with savepoints");
+      }
+    }
+    return {};
+  };
+  Ending ending;
+  Status committed = transaction(TxKind::write, run_group, &ending);
+  // Without savepoints, any failure that is not the connection's or a
+  // conflict's (which transaction() retried already) was one body's: held
+  // writes that failed at COMMIT, or a body that wrote and then failed.
+  if (!committed.ok() && (again || (ending.retry == pg::Retry::no && !ending.commit_unknown))) {
+    savepoints = true;
+    committed = transaction(TxKind::write, run_group, &ending);
+  }
+  // Before any caller returns, whether or not they committed (see run()).
+  for (auto* w : group) changes_.publish(std::move(w->changed));
+  if (committed.ok()) return;
+  // Nothing committed: a body that failed on its own keeps its error, the
+  // others get the transaction's.
+  for (auto* w : group) {
+    if (w->result.ok() && !w->thrown) w->result = committed;
+  }
+}
 
 Status PostgresStore::read(const std::function<Status(Tx&)>& body) { return run(TxKind::read, body); }
 
@@ -152,7 +285,8 @@ Status PostgresStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
   return status;
 }
 
-Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Connection&)>& body) {
+Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Connection&)>& body,
+                                  Ending* ending) {
   CP_ASSIGN(auto lease, pool_.acquire());
   pg::Connection& conn = *lease;
   struct CountRoundTrips {
@@ -169,9 +303,10 @@ Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Co
     // A connection the server dropped while it sat in the pool shows up
     // here or at BEGIN; either way the body has not run yet.
     Status status = conn.broken() ? conn.reconnect() : Status();
-    if (status.ok()) status = transaction_once(conn, kind, gate, body);
+    if (status.ok()) status = transaction_once(conn, kind, gate, body, ending);
     if (status.ok()) return status;
     pg::Retry why = conn.retry();
+    if (ending != nullptr) ending->retry = why;
     if (why == pg::Retry::no || attempt == kRetries) return status;
     if (why == pg::Retry::conflict) {
       gate = Gate::exclusive;  // see the header: the next run cannot collide again
@@ -182,7 +317,7 @@ Status PostgresStore::transaction(TxKind kind, const std::function<Status(pg::Co
 }
 
 Status PostgresStore::transaction_once(pg::Connection& conn, TxKind kind, Gate gate,
-                                       const std::function<Status(pg::Connection&)>& body) {
+                                       const std::function<Status(pg::Connection&)>& body, Ending* ending) {
   // BEGIN and, for a write, the gates, sent with the body's first statement
   // (pg::Connection::begin_with_next): no round trip of their own. LOCK
   // takes no snapshot, so a SERIALIZABLE transaction's snapshot comes after
@@ -234,6 +369,7 @@ Status PostgresStore::transaction_once(pg::Connection& conn, TxKind kind, Gate g
     // The server may have committed before the connection went: running
     // the body again could do it twice. Say so instead of guessing.
     conn.clear_retry();
+    if (ending != nullptr) ending->commit_unknown = true;
     Error e = store_error(503, "lost the connection to PostgreSQL during COMMIT; the transaction may or may not "
                                "have been committed");
     e.details["backend"] = "postgresql";

@@ -31,8 +31,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "store/migrations.h"
@@ -66,12 +70,29 @@ class PostgresStore final : public Store {
 
   Status migrate() override;
   Status write(const std::function<Status(Tx&)>& body) override;
+  // Group commit: bodies queued while the leaders are busy share one
+  // transaction (commit_group).
+  Status write_shared(const std::function<Status(Tx&)>& body) override;
   Status read(const std::function<Status(Tx&)>& body) override;
   int schema_version() override;  // -1 if the database cannot be read
   std::string backend() const override { return "postgresql"; }
   ChangeJournal* changes() override { return &changes_; }
 
   pg::Pool::Stats pool_stats() const { return pool_.stats(); }
+  // Group commit so far: transactions that ran more than one write(), and
+  // the writes they carried.
+  struct GroupStats {
+    std::int64_t groups = 0;
+    std::int64_t grouped_writes = 0;
+  };
+  GroupStats group_stats() const {
+    return {groups_.load(std::memory_order_relaxed), grouped_writes_.load(std::memory_order_relaxed)};
+  }
+  // write_shared() calls waiting for a leader (tests use it to form a group).
+  std::size_t queued_writes() const {
+    std::lock_guard lock(queue_mu_);
+    return queue_.size();
+  }
   // Exchanges with the server by every transaction so far (pg::Connection::round_trips).
   std::int64_t round_trips() const { return round_trips_.load(std::memory_order_relaxed); }
 
@@ -86,11 +107,33 @@ class PostgresStore final : public Store {
 
   explicit PostgresStore(const PostgresOptions& options);
   Status run(TxKind kind, const std::function<Status(Tx&)>& body);
+  // How a failed transaction() ended: the reason worth retrying that was
+  // left when the retries ran out (pg::Retry::no: none), and whether COMMIT
+  // was sent and its outcome is unknown (the connection went).
+  struct Ending {
+    pg::Retry retry = pg::Retry::no;
+    bool commit_unknown = false;
+  };
   // BEGIN ... COMMIT around `body` on one pooled connection, rolled back if
   // it fails or throws, run again while the failure is worth retrying.
-  Status transaction(TxKind kind, const std::function<Status(pg::Connection&)>& body);
+  Status transaction(TxKind kind, const std::function<Status(pg::Connection&)>& body, Ending* ending = nullptr);
   Status transaction_once(pg::Connection& conn, TxKind kind, Gate gate,
-                          const std::function<Status(pg::Connection&)>& body);
+                          const std::function<Status(pg::Connection&)>& body, Ending* ending);
+
+  // A write_shared() waiting for its group to commit (group commit, as
+  // SqliteStore does for every write): the writes queued while the leaders
+  // are busy go to the server as one transaction, with one COMMIT.
+  struct PendingWrite {
+    const std::function<Status(Tx&)>* body = nullptr;
+    Status result;
+    std::exception_ptr thrown;  // rethrown on the caller's thread
+    ChangedRows changed;
+    bool taken = false;  // in a leader's group
+    bool done = false;
+    std::condition_variable wake;  // its group committed, or it may lead one
+  };
+  // Runs `group` as one transaction; each write keeps its own outcome.
+  void commit_group(const std::vector<PendingWrite*>& group);
   // Runs one migration unless a concurrent migrate() got there first.
   Status apply(const Migration& m);
 
@@ -98,6 +141,14 @@ class PostgresStore final : public Store {
   pg::Pool pool_;
   ChangeJournal changes_;
   std::atomic<std::int64_t> round_trips_{0};
+  // Group commit: the queue, and how many groups run at once (each on a
+  // connection of its own; half the pool, so that reads still find one).
+  mutable std::mutex queue_mu_;
+  std::vector<PendingWrite*> queue_;
+  int leaders_ = 0;
+  int max_leaders_ = 1;
+  std::atomic<std::int64_t> groups_{0};
+  std::atomic<std::int64_t> grouped_writes_{0};
 };
 
 }  // namespace cp

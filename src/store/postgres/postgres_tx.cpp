@@ -26,6 +26,7 @@ Result<std::int64_t> PostgresTx::modify(std::string_view sql, const Args& args) 
     return store_error(500, "write attempted inside Store::read(): " + std::string(sql.substr(0, 60)));
   }
   CP_TRY(send_held());
+  wrote_ = true;
   CP_ASSIGN(auto rows, conn_.query(sql, args));
   return rows.affected();
 }
@@ -40,6 +41,7 @@ Status PostgresTx::insert(std::string_view sql, const Args& args, std::string_vi
     constexpr std::string_view kOnConflict = " ON CONFLICT DO NOTHING";
     CP_CHECK(sql.ends_with(kOnConflict), "PostgresTx::insert wants an INSERT ... ON CONFLICT DO NOTHING");
     CP_TRY(send_held());
+    wrote_ = true;
     return conn_.defer(sql.substr(0, sql.size() - kOnConflict.size()), args, kind, key);
   }
   CP_ASSIGN(std::int64_t inserted, modify(sql, args));
@@ -275,12 +277,28 @@ Status PostgresTx::upsert_spec(std::string_view table, const T& value, Millis cr
   std::string sql = "INSERT INTO " + std::string(table) +
                     " (name, spec, created_at, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
                     "spec = excluded.spec, created_at = excluded.created_at, updated_at = excluded.updated_at";
+  if (shared_ != nullptr) shared_->off = true;  // read again from here on: this transaction changed them
   return exec(sql, {value.name, encode_row(value), created_at, updated_at});
 }
 
 template <class T>
 Result<std::optional<T>> PostgresTx::get_spec(std::string_view table, const std::string& name) {
-  return query_doc<T>("SELECT spec FROM " + std::string(table) + " WHERE name = ?", {name}, table);
+  std::string sql = "SELECT spec FROM " + std::string(table) + " WHERE name = ?";
+  if (shared_ == nullptr || shared_->off) return query_doc<T>(sql, {name}, table);
+  // The group's transaction read it already: its snapshot gives the same row.
+  std::string key = std::string(table) + '\0' + name;
+  auto it = shared_->specs.find(key);
+  if (it == shared_->specs.end()) {
+    std::optional<std::string> text;
+    CP_TRY(query(sql, {name}, [&](const Row& row) -> Status {
+      text = row.text(0);
+      return {};
+    }));
+    it = shared_->specs.emplace(std::move(key), std::move(text)).first;
+  }
+  if (!it->second) return std::optional<T>();
+  CP_ASSIGN(T value, decode_row<T>(*it->second, table));
+  return std::optional<T>(std::move(value));
 }
 
 template <class T>
@@ -289,6 +307,7 @@ Result<std::vector<T>> PostgresTx::list_specs(std::string_view table) {
 }
 
 Status PostgresTx::delete_spec(std::string_view table, std::string_view kind, const std::string& name) {
+  if (shared_ != nullptr) shared_->off = true;
   return modify_one("DELETE FROM " + std::string(table) + " WHERE name = ?", {name}, kind, name);
 }
 

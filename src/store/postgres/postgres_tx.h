@@ -20,6 +20,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -37,8 +38,18 @@ inline constexpr std::int64_t kMigrationLockKey = 0x63705f6d69677261;
 
 class PostgresTx final : public SqlTx {
  public:
+  // Reads that the bodies of one group commit share (PostgresStore::
+  // commit_group): a project group, resource group or priority class read
+  // once in the transaction is the same row for every later body, whose
+  // snapshot it is. Off once a body writes one of them.
+  struct SharedReads {
+    bool off = false;
+    std::unordered_map<std::string, std::optional<std::string>> specs;  // "table\0name" -> spec, or none
+  };
+
   // Constructed right after BEGIN, before the body sends anything.
-  PostgresTx(pg::Connection& conn, bool writable) : conn_(conn), writable_(writable), calls_at_begin_(conn.calls()) {}
+  PostgresTx(pg::Connection& conn, bool writable, SharedReads* shared = nullptr)
+      : conn_(conn), writable_(writable), calls_at_begin_(conn.calls()), shared_(shared) {}
 
   Result<std::optional<std::string>> get_meta(const std::string& key) override;
   Status set_meta(const std::string& key, const std::string& value) override;
@@ -112,6 +123,12 @@ class PostgresTx final : public SqlTx {
   // first, so rows reach the server in the order they were written;
   // PostgresStore calls it before COMMIT.
   Status send_held();
+  // Whether the body wrote anything, sent or held: a grouped write that
+  // fails after writing leaves rows that only a savepoint could undo
+  // (PostgresStore::commit_group).
+  bool wrote() const {
+    return wrote_ || !held_attempts_.empty() || !held_tasks_.empty() || !held_events_.empty();
+  }
 
 
   Status delete_task(const std::string& id) override;
@@ -187,6 +204,8 @@ class PostgresTx final : public SqlTx {
   pg::Connection& conn_;
   bool writable_;
   std::uint64_t calls_at_begin_;  // conn_.calls() when the body began
+  bool wrote_ = false;            // a write was sent or deferred (wrote())
+  SharedReads* shared_;           // nullptr: a transaction of its own
   // hold_writes(): rows not sent yet, in the order they were written; a
   // task's later update replaces its earlier one (held_task_at_).
   bool holding_ = false;

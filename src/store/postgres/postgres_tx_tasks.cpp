@@ -173,6 +173,7 @@ Result<std::int64_t> PostgresTx::append_event(const Event& e) {
     held_events_.push_back(e);
     return std::int64_t{0};
   }
+  wrote_ = true;
   Event row = e;
   row.id = 0;
   std::string doc = encode_row(row);
@@ -192,6 +193,7 @@ Result<std::int64_t> PostgresTx::append_event(const Event& e) {
 }
 
 Status PostgresTx::send_held() {
+  if (!held_attempts_.empty() || !held_tasks_.empty() || !held_events_.empty()) wrote_ = true;
   if (!held_attempts_.empty()) {
     json::array rows;
     rows.reserve(held_attempts_.size());
@@ -311,6 +313,7 @@ Result<std::int64_t> PostgresTx::run_modify(const sql::Statement& s) { return mo
 Status PostgresTx::run_insert(const sql::Statement& s, std::string_view kind, const std::string& key) {
   if (!holding_) return SqlTx::run_insert(s, kind, key);
   CP_TRY(send_held());
+  wrote_ = true;
   return conn_.defer(s.text, s.args, kind, key);
 }
 
