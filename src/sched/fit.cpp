@@ -9,10 +9,8 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
               bool count_held, const std::vector<std::string>* clusters, bool explain) {
   Fit out;
   const ResourceGroup& group = *c.group;
-  // Both sides lvalues: a prvalue on either side would copy per_replica for
-  // every fit (the conditional's result would be a temporary).
   std::optional<Resources> without_any;
-  const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica();
+  const Resources& typed = request.typed(without_any);
   if (!state.quota().fits(group, typed, request.replicas, c.may_borrow, count_held)) {
     if (explain) {
       for (auto& r : state.quota().refusals(group, typed, request.replicas, c.may_borrow, count_held)) {

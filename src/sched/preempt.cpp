@@ -118,7 +118,7 @@ bool quota_admits_without_all(CycleState& state, const TaskContext& c, const Req
                               const std::vector<Ranked>& pool) {
   for (const Ranked& r : pool) state.take_out_quota(r.victim.work);
   std::optional<Resources> without_any;
-  const Resources& typed = request.any_gpu() ? without_any.emplace(request.typed_part()) : request.per_replica();
+  const Resources& typed = request.typed(without_any);
   const bool admits = state.quota().fits(*c.group, typed, request.replicas, c.may_borrow, true);
   for (const Ranked& r : pool) state.put_back_quota(r.victim.work);
   return admits;
@@ -213,7 +213,7 @@ bool may_reclaim(const CycleState& state, const TaskContext& c) {
   if (c.group->cohort.empty()) return false;
   const Request& primary = c.shapes.front();
   std::optional<Resources> without_any;
-  const Resources& typed = primary.any_gpu() ? without_any.emplace(primary.typed_part()) : primary.per_replica();
+  const Resources& typed = primary.typed(without_any);
   return !state.quota().borrows(*c.group, typed, primary.replicas);
 }
 

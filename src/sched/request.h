@@ -42,6 +42,11 @@ struct Request {
   // per_replica without "gpu/any": the part whose quota is known before a
   // node (and so a GPU type) is chosen.
   Resources typed_part() const;
+  // The same without a copy when there is no "gpu/any" to drop: per_replica
+  // itself, else typed_part() kept in `copy`.
+  const Resources& typed(std::optional<Resources>& copy) const {
+    return any_gpu() ? copy.emplace(typed_part()) : per_replica();
+  }
 };
 
 inline constexpr int kMaxReplicas = 1024;

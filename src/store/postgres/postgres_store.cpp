@@ -51,22 +51,21 @@ std::string redact(std::string_view url, std::vector<std::string>* secrets = nul
 // (and deadlock on its own row locks), so it is a CHECK failure instead.
 thread_local std::vector<const void*> tls_open_stores;
 
+void check_not_inside(const void* store) {
+  CP_CHECK(std::find(tls_open_stores.begin(), tls_open_stores.end(), store) == tls_open_stores.end(),
+           "Store::write/read/migrate called inside a transaction body on the same thread (would deadlock)");
+}
+
 class InsideMark {
  public:
   explicit InsideMark(const void* store) {
-    CP_CHECK(std::find(tls_open_stores.begin(), tls_open_stores.end(), store) == tls_open_stores.end(),
-             "Store::write/read/migrate called inside a transaction body on the same thread (would deadlock)");
+    check_not_inside(store);
     tls_open_stores.push_back(store);
   }
   ~InsideMark() { tls_open_stores.pop_back(); }
   InsideMark(const InsideMark&) = delete;
   InsideMark& operator=(const InsideMark&) = delete;
 };
-
-void check_not_inside(const void* store) {
-  CP_CHECK(std::find(tls_open_stores.begin(), tls_open_stores.end(), store) == tls_open_stores.end(),
-           "Store::write/read/migrate called inside a transaction body on the same thread (would deadlock)");
-}
 
 }  // namespace
 
@@ -125,7 +124,7 @@ PostgresStore::PostgresStore(const PostgresOptions& options)
       pool_(
           [conninfo = options.conninfo, display = options.display] { return pg::Connection::open(conninfo, display); },
           options.pool_size),
-      max_leaders_(std::max(1, options.pool_size / 2)) {}
+      queue_(std::max(1, options.pool_size / 2)) {}
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const PostgresOptions& options) {
   CP_CHECK(options.pool_size >= 1, "PostgresOptions::pool_size must be at least 1");
@@ -140,46 +139,26 @@ Status PostgresStore::write(const std::function<Status(Tx&)>& body) { return run
 
 Status PostgresStore::write_shared(const std::function<Status(Tx&)>& body) {
   check_not_inside(this);
-  PendingWrite me;
+  WriteQueue::Pending me;
   me.body = &body;
-  std::vector<PendingWrite*> group;
-  {
-    std::unique_lock lock(queue_mu_);
-    queue_.push_back(&me);
-    // Lead while fewer than max_leaders_ groups run: everything queued so
-    // far (this write included) is one group. Taken into another's group:
-    // wait for it.
-    me.wake.wait(lock, [&] { return me.done || (!me.taken && leaders_ < max_leaders_); });
-    if (!me.done) {
-      ++leaders_;
-      group.swap(queue_);
-      for (auto* w : group) w->taken = true;
-    }
-  }
+  // Led by another writer (empty), or leading everything queued so far
+  // while fewer than half the pool's connections lead a group.
+  const std::vector<WriteQueue::Pending*> group = queue_.join(me);
   if (!group.empty()) {
     commit_group(group);
     if (group.size() > 1) {
       groups_.fetch_add(1, std::memory_order_relaxed);
       grouped_writes_.fetch_add(static_cast<std::int64_t>(group.size()), std::memory_order_relaxed);
     }
-    // Wake the writers that are done, and the first one queued since, to
-    // lead the next group. Under the lock: a done writer returns, and its
-    // PendingWrite is gone, as soon as it can take the lock.
-    std::lock_guard lock(queue_mu_);
-    for (auto* w : group) {
-      w->done = true;
-      if (w != &me) w->wake.notify_one();
-    }
-    --leaders_;
-    if (!queue_.empty()) queue_.front()->wake.notify_one();
+    queue_.finish(group, me);
   }
   if (me.thrown) std::rethrow_exception(me.thrown);
   return me.result;
 }
 
-void PostgresStore::commit_group(const std::vector<PendingWrite*>& group) {
+void PostgresStore::commit_group(const std::vector<WriteQueue::Pending*>& group) {
   if (group.size() == 1) {
-    PendingWrite& w = *group.front();
+    WriteQueue::Pending& w = *group.front();
     try {
       w.result = run(TxKind::write, *w.body);
     } catch (...) {

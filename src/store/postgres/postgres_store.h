@@ -31,10 +31,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +39,7 @@
 #include "store/migrations.h"
 #include "store/postgres/pg_pool.h"
 #include "store/store.h"
+#include "store/write_queue.h"
 
 namespace cp {
 
@@ -89,10 +87,7 @@ class PostgresStore final : public Store {
     return {groups_.load(std::memory_order_relaxed), grouped_writes_.load(std::memory_order_relaxed)};
   }
   // write_shared() calls waiting for a leader (tests use it to form a group).
-  std::size_t queued_writes() const {
-    std::lock_guard lock(queue_mu_);
-    return queue_.size();
-  }
+  std::size_t queued_writes() const { return queue_.queued(); }
   // Exchanges with the server by every transaction so far (pg::Connection::round_trips).
   std::int64_t round_trips() const { return round_trips_.load(std::memory_order_relaxed); }
 
@@ -120,20 +115,10 @@ class PostgresStore final : public Store {
   Status transaction_once(pg::Connection& conn, TxKind kind, Gate gate,
                           const std::function<Status(pg::Connection&)>& body, Ending* ending);
 
-  // A write_shared() waiting for its group to commit (group commit, as
-  // SqliteStore does for every write): the writes queued while the leaders
-  // are busy go to the server as one transaction, with one COMMIT.
-  struct PendingWrite {
-    const std::function<Status(Tx&)>* body = nullptr;
-    Status result;
-    std::exception_ptr thrown;  // rethrown on the caller's thread
-    ChangedRows changed;
-    bool taken = false;  // in a leader's group
-    bool done = false;
-    std::condition_variable wake;  // its group committed, or it may lead one
-  };
-  // Runs `group` as one transaction; each write keeps its own outcome.
-  void commit_group(const std::vector<PendingWrite*>& group);
+  // Runs `group` (write_shared()s queued together, as SqliteStore groups
+  // every write) as one transaction, with one COMMIT; each write keeps its
+  // own outcome.
+  void commit_group(const std::vector<WriteQueue::Pending*>& group);
   // Runs one migration unless a concurrent migrate() got there first.
   Status apply(const Migration& m);
 
@@ -141,12 +126,9 @@ class PostgresStore final : public Store {
   pg::Pool pool_;
   ChangeJournal changes_;
   std::atomic<std::int64_t> round_trips_{0};
-  // Group commit: the queue, and how many groups run at once (each on a
-  // connection of its own; half the pool, so that reads still find one).
-  mutable std::mutex queue_mu_;
-  std::vector<PendingWrite*> queue_;
-  int leaders_ = 0;
-  int max_leaders_ = 1;
+  // Group commit: at most half the pool's connections lead a group at once,
+  // so that reads still find one.
+  WriteQueue queue_;
   std::atomic<std::int64_t> groups_{0};
   std::atomic<std::int64_t> grouped_writes_{0};
 };

@@ -168,19 +168,10 @@ SqliteStore::~SqliteStore() {
 
 Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
   check_not_nested("write");
-  PendingWrite me;
+  WriteQueue::Pending me;
   me.body = &body;
-  std::vector<PendingWrite*> group;
-  {
-    std::unique_lock lock(queue_mu_);
-    queue_.push_back(&me);
-    me.wake.wait(lock, [&] { return me.done || !leading_; });
-    if (!me.done) {
-      // Lead: everything queued so far (this write included) is one group.
-      leading_ = true;
-      group.swap(queue_);
-    }
-  }
+  // Led by another writer (empty), or leading everything queued so far.
+  const std::vector<WriteQueue::Pending*> group = queue_.join(me);
   if (!group.empty()) {
     {
       std::lock_guard store_lock(mu_);
@@ -195,23 +186,13 @@ Status SqliteStore::write(const std::function<Status(Tx&)>& body) {
       writer_busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(),
                                 std::memory_order_relaxed);
     }
-    // Wake exactly the writers that are done, and the first one queued
-    // since, to lead the next group; the rest of the queue sleeps on. Under
-    // the lock: a done writer returns, and its PendingWrite is gone, as
-    // soon as it can take the lock.
-    std::lock_guard lock(queue_mu_);
-    for (auto* w : group) {
-      w->done = true;
-      if (w != &me) w->wake.notify_one();
-    }
-    leading_ = false;
-    if (!queue_.empty()) queue_.front()->wake.notify_one();
+    queue_.finish(group, me);
   }
   if (me.thrown) std::rethrow_exception(me.thrown);
   return me.result;
 }
 
-void SqliteStore::commit_group(const std::vector<PendingWrite*>& group) {
+void SqliteStore::commit_group(const std::vector<WriteQueue::Pending*>& group) {
   // One body's error must undo only its own writes. A savepoint per body
   // does that, but costs: SQLite copies every page a body first touches
   // into the savepoint's journal, besides the SAVEPOINT and RELEASE. Most
@@ -281,11 +262,6 @@ SqliteStore::GroupStats SqliteStore::group_stats() const {
 
 sqlite::WalCheckpointer::Stats SqliteStore::checkpoint_stats() const {
   return checkpointer_ ? checkpointer_->stats() : sqlite::WalCheckpointer::Stats{};
-}
-
-std::size_t SqliteStore::queued_writes() const {
-  std::lock_guard lock(queue_mu_);
-  return queue_.size();
 }
 
 Status SqliteStore::read(const std::function<Status(Tx&)>& body) {

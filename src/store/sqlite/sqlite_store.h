@@ -40,6 +40,7 @@
 #include "store/sqlite/sqlite_connection.h"
 #include "store/sqlite/wal_checkpointer.h"
 #include "store/store.h"
+#include "store/write_queue.h"
 
 namespace cp {
 
@@ -88,7 +89,7 @@ class SqliteStore final : public Store {
   // (the log outgrew the thread). None for an in-memory database.
   sqlite::WalCheckpointer::Stats checkpoint_stats() const;
   // write()s waiting for the group being committed to end (for tests).
-  std::size_t queued_writes() const;
+  std::size_t queued_writes() const { return queue_.queued(); }
 
   // A busy database (another process holds the write lock past the busy
   // timeout) gets the whole transaction body run again, this many times.
@@ -117,17 +118,8 @@ class SqliteStore final : public Store {
   Status apply(const Migration& m);
   Result<int> read_schema_version();
 
-  // A write() waiting for its group to commit.
-  struct PendingWrite {
-    const std::function<Status(Tx&)>* body = nullptr;
-    Status result;
-    std::exception_ptr thrown;  // rethrown on the caller's thread
-    ChangedRows changed;        // published once the group has committed
-    bool done = false;
-    std::condition_variable wake;  // its group committed, or it may lead the next
-  };
   // Runs `group` in one transaction (caller holds mu_ and leads the group).
-  void commit_group(const std::vector<PendingWrite*>& group);
+  void commit_group(const std::vector<WriteQueue::Pending*>& group);
 
   std::unique_ptr<sqlite::Connection> conn_;  // the writer (and the reader of :memory:)
   SqliteOptions options_;
@@ -137,10 +129,8 @@ class SqliteStore final : public Store {
   std::mutex readers_mu_;
   std::condition_variable readers_cv_;
   std::vector<sqlite::Connection*> free_readers_;
-  // The queue of group commit, under queue_mu_ (taken before mu_, never after).
-  mutable std::mutex queue_mu_;
-  std::vector<PendingWrite*> queue_;
-  bool leading_ = false;  // a caller is running a group
+  // The queue of group commit: one leader at a time (one writer).
+  WriteQueue queue_{1};
   std::atomic<std::int64_t> groups_{0};
   std::atomic<std::int64_t> grouped_writes_{0};
   std::atomic<std::int64_t> writer_busy_ns_{0};
