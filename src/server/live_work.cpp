@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "common/json.h"
 #include "server/internal.h"
 
 namespace cp {
@@ -95,6 +96,53 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
     if (!is_terminal(a.state)) put_attempt(std::move(a));
   }
   return {};
+}
+
+void LiveWork::apply(const WrittenRows& rows) {
+  // Tasks first, as a read does: an attempt is charged to its task's group.
+  for (const auto& t : rows.tasks) {
+    touch(touched_.tasks, t.id);
+    erase(t.id);
+    if (kLive.contains(t.state)) put(t);
+  }
+  for (const auto& a : rows.attempts) {
+    touch(touched_.attempts, a.id);
+    erase_attempt(a.id);
+    if (!is_terminal(a.state)) put_attempt(a);
+  }
+}
+
+Result<std::string> LiveWork::check_rows(Tx& tx, const WrittenRows& rows) const {
+  std::vector<std::string> task_ids;
+  std::vector<std::string> attempt_ids;
+  for (const auto& t : rows.tasks) task_ids.push_back(t.id);
+  for (const auto& a : rows.attempts) attempt_ids.push_back(a.id);
+  task_ids = distinct(task_ids);
+  attempt_ids = distinct(attempt_ids);
+  CP_ASSIGN(auto tasks, tx.get_tasks(task_ids));
+  CP_ASSIGN(auto attempts, tx.get_attempts(attempt_ids));
+  std::string diff;
+  auto compare = [&](const std::string& kind, const std::string& id, const auto* kept, const auto* stored,
+                     bool live) {
+    const std::string want = stored != nullptr && live ? to_json_text(*stored) : "(not live)";
+    const std::string have = kept != nullptr ? to_json_text(*kept) : "(not live)";
+    if (want != have) diff += (diff.empty() ? "" : "; ") + kind + " " + id + ": kept " + have + ", stored " + want;
+  };
+  std::unordered_map<std::string, const Task*> stored_tasks;
+  for (const auto& t : tasks) stored_tasks.emplace(t.id, &t);
+  for (const auto& id : task_ids) {
+    auto it = stored_tasks.find(id);
+    const Task* stored = it == stored_tasks.end() ? nullptr : it->second;
+    compare("task", id, task(id), stored, stored != nullptr && kLive.contains(stored->state));
+  }
+  std::unordered_map<std::string, const Attempt*> stored_attempts;
+  for (const auto& a : attempts) stored_attempts.emplace(a.id, &a);
+  for (const auto& id : attempt_ids) {
+    auto it = stored_attempts.find(id);
+    const Attempt* stored = it == stored_attempts.end() ? nullptr : it->second;
+    compare("attempt", id, attempt(id), stored, stored != nullptr && !is_terminal(stored->state));
+  }
+  return diff;
 }
 
 void LiveWork::put(Task t) {

@@ -55,6 +55,19 @@ class LiveWork {
   // only when it must.
   Status refresh(Tx& tx, ChangeJournal* journal, std::uint64_t mark, Millis now, bool periodic = true);
 
+  // The rows a write of this process committed (Tx::keep_written), applied
+  // as a refresh would read them back, and touched alike. The caller then
+  // drops the write's journal entry (ChangeJournal::forget), so that the
+  // next refresh does not read them again: a cycle's apply writes as many
+  // rows as it places, twice over (task and attempt). Rows that another
+  // writer changed after it are named by that writer's entry, read by the
+  // next refresh. Call it before that refresh, under the same lock.
+  void apply(const WrittenRows& rows);
+  // `rows` as stored now against the kept copies: "" when they agree (for
+  // ServerConfig::verify_warm_scheduler and the tests; no other writer may
+  // have changed them since).
+  Result<std::string> check_rows(Tx& tx, const WrittenRows& rows) const;
+
   // Queued tasks by (created_at, id), as the store lists them.
   std::vector<const Task*> queued() const;
   // A live task (Queued or holding), or nullptr.

@@ -255,8 +255,15 @@ Status ControlPlane::schedule_once() {
   // 40P01). A loop here would multiply those. The body is written to be run
   // again: everything it decides starts afresh inside it.
   std::set<std::string> clusters_to_wake;
+  // The rows the apply writes, applied to the live work once committed
+  // (LiveWork::apply): the next cycle need not read them back.
+  ChangeJournal* journal = store_.changes();
+  WrittenRows written;
+  if (journal != nullptr) written.writer = journal->new_writer();
   CP_TRY(store_.write([&](Tx& tx) -> Status {
     clusters_to_wake.clear();
+    written.clear();
+    if (journal != nullptr) tx.keep_written(&written);
     std::unique_ptr<internal::Holdings> held;
     if (!plan.placements.empty()) {
       // The live work as of this transaction: what committed since the
@@ -394,6 +401,21 @@ Status ControlPlane::schedule_once() {
     }
     return {};
   }));
+  if (journal != nullptr && written.complete) {
+    live_work_.apply(written);
+    journal->forget(written.writer);
+    if (config_.verify_warm_scheduler) {
+      std::string diff;
+      CP_TRY(store_.read([&](Tx& tx) -> Status {
+        CP_ASSIGN(diff, live_work_.check_rows(tx, written));
+        return {};
+      }));
+      if (!diff.empty()) {
+        warm_check_failures_.fetch_add(1);
+        spdlog::error("rows the apply wrote differ from their kept copies: {}", diff);
+      }
+    }
+  }
   // After the commit: a long-polling agent hears of its start and stop orders at once.
   for (const auto& c : clusters_to_wake) cluster_signal(c).notify();
   return {};

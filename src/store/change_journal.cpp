@@ -36,4 +36,19 @@ bool ChangeJournal::take(std::uint64_t upto, ChangedRows& out) {
   return complete;
 }
 
+std::uint64_t ChangeJournal::new_writer() {
+  std::lock_guard lock(mu_);
+  return ++writers_;
+}
+
+void ChangeJournal::forget(std::uint64_t writer) {
+  if (writer == 0) return;
+  std::lock_guard lock(mu_);
+  std::erase_if(entries_, [&](const Entry& e) {
+    if (e.rows.writer != writer) return false;
+    ids_ -= e.rows.size();
+    return true;
+  });
+}
+
 }  // namespace cp

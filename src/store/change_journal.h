@@ -28,6 +28,9 @@ namespace cp {
 struct ChangedRows {
   std::vector<std::string> tasks;
   std::vector<std::string> attempts;
+  // Non-zero: the writer that will apply these rows to the consumer's copy
+  // itself (Tx::keep_written), and may forget() them once it has.
+  std::uint64_t writer = 0;
   bool empty() const { return tasks.empty() && attempts.empty(); }
   std::size_t size() const { return tasks.size() + attempts.size(); }
 };
@@ -46,6 +49,15 @@ class ChangeJournal {
   // take (the journal was full): `out` is then incomplete, read everything.
   bool take(std::uint64_t upto, ChangedRows& out);
 
+  // A number for ChangedRows::writer, never handed out before.
+  std::uint64_t new_writer();
+  // Drops what `writer` published: its rows committed, and the consumer has
+  // applied them to its copy already. Only the consumer calls it, before its
+  // next take(), so the entries are still here (unless the journal was full,
+  // which take() reports anyway). Entries of other writers that name the
+  // same rows stay, and make the consumer read those rows again.
+  void forget(std::uint64_t writer);
+
  private:
   struct Entry {
     std::uint64_t seq;
@@ -54,6 +66,7 @@ class ChangeJournal {
   const std::size_t max_ids_;
   mutable std::mutex mu_;
   std::uint64_t last_ = 0;
+  std::uint64_t writers_ = 0;
   std::deque<Entry> entries_;
   std::size_t ids_ = 0;
   bool dropped_ = false;

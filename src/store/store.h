@@ -160,6 +160,19 @@ struct EventQuery {
   std::string type;  // "" = any
 };
 
+// The rows a write transaction wrote (Tx::keep_written).
+struct WrittenRows {
+  std::uint64_t writer = 0;  // the mark of its journal entry (ChangeJournal::new_writer)
+  std::vector<Task> tasks;
+  std::vector<Attempt> attempts;
+  bool complete = true;  // false: it also deleted rows, which are not kept here
+  void clear() {
+    tasks.clear();
+    attempts.clear();
+    complete = true;
+  }
+};
+
 class Tx {
  public:
   virtual ~Tx() = default;
@@ -168,7 +181,21 @@ class Tx {
   // the backend publishes them after COMMIT.
   ChangedRows take_changed() {
     written_tasks_.clear();
-    return std::move(changed_);
+    ChangedRows out = std::move(changed_);
+    changed_ = ChangedRows{};
+    return out;
+  }
+
+  // Keeps a copy of every task and attempt row this transaction inserts or
+  // updates into `rows`, in the order written, for a caller that holds its
+  // own copy of those rows and brings it up to date after COMMIT (the
+  // scheduler's live work). The ids still go to the change journal, in an
+  // entry marked rows->writer: once the caller has applied the rows, it
+  // drops that entry (ChangeJournal::forget) instead of reading them back.
+  // A deleted task leaves rows->complete false (nothing to copy).
+  void keep_written(WrittenRows* rows) {
+    kept_ = rows;
+    changed_.writer = rows != nullptr ? rows->writer : 0;
   }
 
   // Whether, inside this write transaction, the store's change journal
@@ -346,16 +373,28 @@ class Tx {
  protected:
   // Backends call these from every method that inserts, updates or deletes
   // a task or an attempt row.
-  void noted_task(const std::string& id) {
-    changed_.tasks.push_back(id);
-    written_tasks_.insert(id);
+  void noted_task(const Task& t) {
+    note_task_id(t.id);
+    if (kept_ != nullptr) kept_->tasks.push_back(t);
   }
-  void noted_attempt(const std::string& id) { changed_.attempts.push_back(id); }
+  void noted_attempt(const Attempt& a) {
+    changed_.attempts.push_back(a.id);
+    if (kept_ != nullptr) kept_->attempts.push_back(a);
+  }
+  void noted_deleted_task(const std::string& id) {
+    note_task_id(id);
+    if (kept_ != nullptr) kept_->complete = false;
+  }
   // The tasks the earlier bodies of this transaction wrote (a group commit).
   void set_earlier_tasks(const std::unordered_set<std::string>* ids) { earlier_tasks_ = ids; }
 
  private:
+  void note_task_id(const std::string& id) {
+    changed_.tasks.push_back(id);
+    written_tasks_.insert(id);
+  }
   ChangedRows changed_;
+  WrittenRows* kept_ = nullptr;
   std::unordered_set<std::string> written_tasks_;
   const std::unordered_set<std::string>* earlier_tasks_ = nullptr;
 };

@@ -209,6 +209,78 @@ TEST_F(LiveWorkTest, AWriteAfterTheMarkIsReadByTheNextRefresh) {
   EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-late"}));
 }
 
+TEST_F(LiveWorkTest, RowsAWriteKeptAreAppliedWithoutBeingReadBack) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(task("t-a", TaskState::Queued, 1000)));
+    return tx.insert_task(task("t-b", TaskState::Queued, 2000));
+  });
+  refresh();
+  (void)live_.take_touched();
+  ChangeJournal* journal = store_->changes();
+
+  // t-a placed by a write that keeps its rows, as the scheduler's apply does.
+  WrittenRows kept;
+  kept.writer = journal->new_writer();
+  write([&](Tx& tx) -> Status {
+    kept.clear();
+    tx.keep_written(&kept);
+    CP_TRY(tx.update_task(task("t-a", TaskState::Dispatched, 1000)));
+    Attempt a = attempt("t-a", AttemptState::Dispatched);
+    a.resources.set("cpu", 500);
+    a.placements = {{0, "n1", {}}};
+    return tx.insert_attempt(a);
+  });
+  live_.apply(kept);
+  journal->forget(kept.writer);
+  EXPECT_EQ(queued_ids(), (std::vector<std::string>{"t-b"}));
+  EXPECT_EQ(attempt_ids(), (std::vector<std::string>{"t-a.1"}));
+  EXPECT_EQ(live_.group_use().at("rg-a").get("cpu"), 500);
+  ASSERT_NE(live_.node_use("c1", "n1"), nullptr);
+  EXPECT_EQ(live_.node_use("c1", "n1")->used.get("cpu"), 500);
+  const auto touched = live_.take_touched();  // the kept scheduler hears of them as after a read
+  EXPECT_FALSE(touched.everything);
+  EXPECT_EQ(touched.tasks, (std::vector<std::string>{"t-a"}));
+  EXPECT_EQ(touched.attempts, (std::vector<std::string>{"t-a.1"}));
+  std::string diff = "unread";
+  ASSERT_TRUE(store_->read([&](Tx& tx) -> Status {
+                      CP_ASSIGN(diff, live_.check_rows(tx, kept));
+                      return {};
+                    })
+                  .ok());
+  EXPECT_EQ(diff, "");
+  refresh();
+  EXPECT_EQ(live_.stats().rows_read, 0);  // nothing to read back
+  EXPECT_EQ(live_.check_sums(), "");
+
+  // Another writer changes the row after a kept write: its entry makes the
+  // next refresh read the row, whatever the kept copy said.
+  WrittenRows second;
+  second.writer = journal->new_writer();
+  write([&](Tx& tx) -> Status {
+    second.clear();
+    tx.keep_written(&second);
+    Attempt a = attempt("t-a", AttemptState::Running);
+    a.resources.set("cpu", 500);
+    a.placements = {{0, "n1", {}}};
+    return tx.update_attempt(a);
+  });
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.update_task(task("t-a", TaskState::Succeeded, 1000)));
+    return tx.update_attempt(attempt("t-a", AttemptState::Succeeded));
+  });
+  live_.apply(second);
+  journal->forget(second.writer);
+  ASSERT_NE(live_.attempt("t-a.1"), nullptr);
+  EXPECT_EQ(live_.attempt("t-a.1")->state, AttemptState::Running);
+  refresh();
+  EXPECT_EQ(live_.stats().rows_read, 2);  // the other writer's rows, read back: both ended
+  EXPECT_EQ(live_.attempt("t-a.1"), nullptr);
+  EXPECT_EQ(live_.task("t-a"), nullptr);
+  EXPECT_TRUE(attempt_ids().empty());
+  EXPECT_EQ(live_.check_sums(), "");
+  EXPECT_EQ(live_.group_use().at("rg-a").get("cpu"), 0);
+}
+
 TEST_F(LiveWorkTest, ReadsEverythingAgainPeriodically) {
   refresh(10'000);
   EXPECT_EQ(live_.stats().full_reads, 1);

@@ -43,6 +43,47 @@ TEST_P(StoreTest, AWritePublishesTheTaskAndAttemptIdsItWroteBeforeItReturns) {
   EXPECT_TRUE(again.empty());  // taken once
 }
 
+TEST_P(StoreTest, AWriteKeepsCopiesOfItsRowsAndItsEntryCanBeForgotten) {
+  ChangeJournal* journal = store_->changes();
+  ASSERT_NE(journal, nullptr);
+  write([](Tx& tx) { return tx.insert_task(make_task("t-old", 1000)); });
+  ChangedRows drained;
+  (void)journal->take(journal->last(), drained);
+
+  WrittenRows kept;
+  kept.writer = journal->new_writer();
+  write([&](Tx& tx) -> Status {
+    kept.clear();
+    tx.keep_written(&kept);
+    CP_TRY(tx.insert_task(make_task("t-1", 1000)));
+    CP_TRY(tx.update_task(make_task("t-1", 1000, TaskState::Dispatched)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Dispatched)));
+    return tx.update_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Running));
+  });
+  ASSERT_EQ(kept.tasks.size(), 2u);  // every version, in the order written
+  EXPECT_EQ(kept.tasks[0].state, TaskState::Queued);
+  EXPECT_EQ(kept.tasks[1].state, TaskState::Dispatched);
+  ASSERT_EQ(kept.attempts.size(), 2u);
+  EXPECT_EQ(kept.attempts[1].state, AttemptState::Running);
+  EXPECT_TRUE(kept.complete);
+  // Another writer's entry, after it, names t-1 too.
+  write([](Tx& tx) { return tx.update_task(make_task("t-1", 1000, TaskState::Running)); });
+
+  journal->forget(kept.writer);
+  ChangedRows got;
+  EXPECT_TRUE(journal->take(journal->last(), got));
+  EXPECT_EQ(got.tasks, (std::vector<std::string>{"t-1"}));  // the other writer's only
+  EXPECT_TRUE(got.attempts.empty());
+
+  // A deleted row cannot be copied: the copy says it is not complete.
+  WrittenRows deleting;
+  write([&](Tx& tx) -> Status {
+    tx.keep_written(&deleting);
+    return tx.delete_task("t-old");
+  });
+  EXPECT_FALSE(deleting.complete);
+}
+
 TEST_P(StoreTest, ConcurrentWritersEachPublishTheirIds) {
   ChangeJournal* journal = store_->changes();
   ASSERT_NE(journal, nullptr);
@@ -115,6 +156,25 @@ TEST(ChangeJournalTest, DropsTheOldestPastItsBoundAndSaysSo) {
   ChangedRows next;
   EXPECT_TRUE(journal.take(journal.last(), next));  // complete again
   EXPECT_EQ(next.tasks, (std::vector<std::string>{"d"}));
+}
+
+TEST(ChangeJournalTest, ForgetsOnlyTheEntriesOfOneWriter) {
+  ChangeJournal journal(10);
+  const auto mine = journal.new_writer();
+  EXPECT_NE(journal.new_writer(), mine);
+  journal.publish(ChangedRows{{"a"}, {}, 0});
+  journal.publish(ChangedRows{{"b", "c"}, {"b.1"}, mine});
+  journal.publish(ChangedRows{{"c"}, {}, 0});
+  journal.forget(mine);
+  journal.forget(0);  // unmarked entries are never forgotten
+  ChangedRows got;
+  EXPECT_TRUE(journal.take(journal.last(), got));
+  EXPECT_EQ(got.tasks, (std::vector<std::string>{"a", "c"}));
+  EXPECT_TRUE(got.attempts.empty());
+  // Its ids no longer count against the bound.
+  journal.publish(ChangedRows{std::vector<std::string>(10, "d"), {}, 0});
+  ChangedRows full;
+  EXPECT_TRUE(journal.take(journal.last(), full));
 }
 
 TEST(ChangeJournalTest, TakesOnlyUpToTheMark) {

@@ -256,6 +256,7 @@ Status PostgresStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
     ChangedRows noted = tx.take_changed();
     changed.tasks.insert(changed.tasks.end(), noted.tasks.begin(), noted.tasks.end());
     changed.attempts.insert(changed.attempts.end(), noted.attempts.begin(), noted.attempts.end());
+    if (noted.writer != 0) changed.writer = noted.writer;
     return run;
   });
   // Whether or not it committed (a COMMIT whose connection was lost may

@@ -53,7 +53,7 @@ Result<std::optional<Pipeline>> PostgresTx::get_pipeline(const std::string& id) 
 // -------------------------------------------------------------------- tasks
 
 Status PostgresTx::insert_task(const Task& t) {
-  noted_task(t.id);
+  noted_task(t);
   return insert(
       "INSERT INTO tasks (id, pipeline_id, project_group, resource_group, assigned_cluster, state, created_at, "
       "updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -63,7 +63,7 @@ Status PostgresTx::insert_task(const Task& t) {
 }
 
 Status PostgresTx::update_task(const Task& t) {
-  noted_task(t.id);
+  noted_task(t);
   if (holding_) {
     auto [at, added] = held_task_at_.emplace(t.id, held_tasks_.size());
     if (added) {
@@ -121,7 +121,7 @@ Result<std::vector<std::tuple<std::string, TaskState, std::int64_t>>> PostgresTx
 // ----------------------------------------------------------------- attempts
 
 Status PostgresTx::insert_attempt(const Attempt& a) {
-  noted_attempt(a.id);
+  noted_attempt(a);
   if (holding_) {
     held_attempts_.push_back(a);
     return {};
@@ -133,7 +133,7 @@ Status PostgresTx::insert_attempt(const Attempt& a) {
 }
 
 Status PostgresTx::update_attempt(const Attempt& a) {
-  noted_attempt(a.id);
+  noted_attempt(a);
   return modify_one("UPDATE attempts SET task_id = ?, cluster_id = ?, state = ?, number = ?, doc = ? WHERE id = ?",
                     {a.task_id, a.cluster_id, enum_name(a.state), a.number, encode_row(a), a.id}, "attempt", a.id);
 }
@@ -328,7 +328,7 @@ const sql::Dialect& PostgresTx::dialect() const { return kDialect; }
 Status PostgresTx::delete_task(const std::string& id) {
   CP_ASSIGN(auto task, get_task(id));
   if (!task) return errors::not_found("task", id);
-  noted_task(id);  // its attempts are finished ones, never live: not noted
+  noted_deleted_task(id);  // its attempts are finished ones, never live: not noted
   for (const auto& del : sql::delete_task(*task)) CP_TRY(exec(del.text, del.args));
   return {};
 }

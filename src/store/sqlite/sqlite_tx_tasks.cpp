@@ -26,7 +26,7 @@ Result<std::optional<Pipeline>> SqliteTx::get_pipeline(const std::string& id) {
 // -------------------------------------------------------------------- tasks
 
 Status SqliteTx::insert_task(const Task& t) {
-  noted_task(t.id);
+  noted_task(t);
   return insert(
       "INSERT INTO tasks (id, pipeline_id, project_group, resource_group, assigned_cluster, state, created_at, "
       "updated_at, doc) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -36,7 +36,7 @@ Status SqliteTx::insert_task(const Task& t) {
 }
 
 Status SqliteTx::update_task(const Task& t) {
-  noted_task(t.id);
+  noted_task(t);
   // SQLite rewrites every index that holds a column the UPDATE sets, changed
   // or not. A task's pipeline, project group, resource group and creation
   // time are set once, so the common update sets only what moves and leaves
@@ -97,13 +97,13 @@ Result<std::vector<std::tuple<std::string, TaskState, std::int64_t>>> SqliteTx::
 // ----------------------------------------------------------------- attempts
 
 Status SqliteTx::insert_attempt(const Attempt& a) {
-  noted_attempt(a.id);
+  noted_attempt(a);
   return insert("INSERT INTO attempts (id, task_id, cluster_id, state, number, doc) VALUES (?, ?, ?, ?, ?, ?)",
                 {a.id, a.task_id, a.cluster_id, enum_name(a.state), a.number, encode_row(a)}, "attempt", a.id);
 }
 
 Status SqliteTx::update_attempt(const Attempt& a) {
-  noted_attempt(a.id);
+  noted_attempt(a);
   return modify_one("UPDATE attempts SET task_id = ?, cluster_id = ?, state = ?, number = ?, doc = ? WHERE id = ?",
                     {a.task_id, a.cluster_id, enum_name(a.state), a.number, encode_row(a), a.id}, "attempt", a.id);
 }
@@ -166,7 +166,7 @@ const sql::Dialect& SqliteTx::dialect() const { return kDialect; }
 Status SqliteTx::delete_task(const std::string& id) {
   CP_ASSIGN(auto task, get_task(id));
   if (!task) return errors::not_found("task", id);
-  noted_task(id);  // its attempts are finished ones, never live: not noted
+  noted_deleted_task(id);  // its attempts are finished ones, never live: not noted
   for (const auto& del : sql::delete_task(*task)) CP_TRY(exec(del.text, del.args));
   return {};
 }
