@@ -30,6 +30,7 @@ class WriteQueue {
   };
 
   explicit WriteQueue(int max_leaders) : max_leaders_(max_leaders) {}
+  int max_leaders() const { return max_leaders_; }
 
   // Queues `me` and waits. Returns the group `me` now leads (it holds
   // `me`), or an empty one once another's group has carried `me`.

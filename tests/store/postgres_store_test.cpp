@@ -182,7 +182,16 @@ TEST(PostgresUrl, PoolIsTakenOutAndTheRestGoesToLibpq) {
   ASSERT_OK(password_param);
   EXPECT_EQ(password_param->display, "postgresql://cp@db/x?password=***&application_name=cp");
 
+  auto groups = parse_postgres_url("postgresql://db/x?pool=8&group_commits=3&sslmode=require");
+  ASSERT_OK(groups);
+  EXPECT_EQ(groups->pool_size, 8);
+  EXPECT_EQ(groups->group_commits, 3);
+  EXPECT_EQ(groups->conninfo, "postgresql://db/x?sslmode=require");
+  EXPECT_EQ(plain->group_commits, 0);  // the default: 2, at most half the pool
+
   for (const char* bad : {"postgresql://cp:secret@db/x?pool=0", "postgresql://cp:secret@db/x?pool=101",
+                          "postgresql://cp:secret@db/x?group_commits=0", "postgresql://cp:secret@db/x?group_commits=x",
+                          "postgresql://cp:secret@db/x?pool=2&group_commits=3",
                           "postgresql://cp:secret@db/x?pool=", "postgresql://cp:secret@db/x?pool=2x",
                           "postgresql://cp:secret@db/x?bogus=1", "postgresql://db/x?password=secret&bogus=1",
                           "pg://cp:secret@db/x"}) {
@@ -556,6 +565,18 @@ std::vector<std::string> tasks_present(Store& store, const std::vector<std::stri
     return {};
   }));
   return out;
+}
+
+TEST_F(PostgresTest, TwoGroupsOfSubmitsCommitAtOnceUnlessTheUrlSaysOtherwise) {
+  EXPECT_EQ(open(4)->group_commits(), 2);
+  EXPECT_EQ(open(16)->group_commits(), 2);  // a bigger pool serves reads, not smaller groups
+  EXPECT_EQ(open(2)->group_commits(), 1);   // at most half the pool
+  EXPECT_EQ(open(1)->group_commits(), 1);
+  auto options = parse_postgres_url(with_param(url_, "pool=8&group_commits=5"));
+  ASSERT_OK(options);
+  auto store = PostgresStore::open(*options);
+  ASSERT_OK(store);
+  EXPECT_EQ((*store)->group_commits(), 5);
 }
 
 TEST_F(PostgresTest, WritesQueuedTogetherCommitAsOneGroupEachWithItsOwnOutcome) {

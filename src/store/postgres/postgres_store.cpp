@@ -92,10 +92,21 @@ Result<PostgresOptions> parse_postgres_url(std::string_view url) {
         return invalid_url(display, "pool must be a number of connections from 1 to 100");
       }
       options.pool_size = n;
+    } else if (pair.starts_with("group_commits=")) {
+      std::string_view value = pair.substr(14);
+      int n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 100) {
+        return invalid_url(display, "group_commits must be a number of transactions from 1 to 100");
+      }
+      options.group_commits = n;
     } else if (!pair.empty()) {
       kept += kept.empty() ? "?" : "&";
       kept += pair;
     }
+  }
+  if (options.group_commits > options.pool_size) {
+    return invalid_url(display, "group_commits must not exceed pool (" + std::to_string(options.pool_size) + ")");
   }
   options.conninfo = conninfo + kept;
   options.display = redact(options.conninfo);
@@ -124,7 +135,9 @@ PostgresStore::PostgresStore(const PostgresOptions& options)
       pool_(
           [conninfo = options.conninfo, display = options.display] { return pg::Connection::open(conninfo, display); },
           options.pool_size),
-      queue_(std::max(1, options.pool_size / 2)) {}
+      queue_(options.group_commits > 0
+                 ? options.group_commits
+                 : std::max(1, std::min(PostgresOptions::kDefaultGroupCommits, options.pool_size / 2))) {}
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const PostgresOptions& options) {
   CP_CHECK(options.pool_size >= 1, "PostgresOptions::pool_size must be at least 1");
@@ -142,7 +155,7 @@ Status PostgresStore::write_shared(const std::function<Status(Tx&)>& body) {
   WriteQueue::Pending me;
   me.body = &body;
   // Led by another writer (empty), or leading everything queued so far
-  // while fewer than half the pool's connections lead a group.
+  // while fewer than group_commits groups are committing.
   const std::vector<WriteQueue::Pending*> group = queue_.join(me);
   if (!group.empty()) {
     commit_group(group);

@@ -47,6 +47,13 @@ struct PostgresOptions {
   std::string conninfo;  // a libpq URI, without Cubeplane's own parameters (pool)
   std::string display;   // the same URI with any password hidden, for messages and logs
   int pool_size = 4;     // connections at most; each transaction holds one throughout
+  // Groups of queued submits (Store::write_shared) committing at once, at
+  // most; 0 = the default, kDefaultGroupCommits but no more than half the
+  // pool. Fewer means bigger groups: fewer transactions, COMMITs and
+  // fsyncs for the same submits (2 against 4 on the 2-core benchmark
+  // machine: 3,300-3,600 against 2,400-2,600 tasks/s, docs/benchmarks.md).
+  int group_commits = 0;
+  static constexpr int kDefaultGroupCommits = 2;
   const Clock* clock = &SystemClock::instance();  // stamps schema_migrations.applied_at
   // Pause before running a body again after the connection was lost (times
   // the attempt number), so that a restarting server gets a moment.
@@ -55,7 +62,8 @@ struct PostgresOptions {
 
 // "postgresql://[user[:password]@][host][:port][/dbname][?param=value&...]"
 // (or postgres://): any libpq connection URI, plus `pool=N` (1..100,
-// default 4), which is taken out before the URI goes to libpq. Anything
+// default 4) and `group_commits=N` (1..pool), which are taken out before
+// the URI goes to libpq. Anything
 // libpq would refuse is 400 "invalid_store_url"; messages never show the
 // password.
 Result<PostgresOptions> parse_postgres_url(std::string_view url);
@@ -90,6 +98,8 @@ class PostgresStore final : public Store {
   std::size_t queued_writes() const { return queue_.queued(); }
   // Exchanges with the server by every transaction so far (pg::Connection::round_trips).
   std::int64_t round_trips() const { return round_trips_.load(std::memory_order_relaxed); }
+  // Groups of submits that may commit at once (PostgresOptions::group_commits).
+  int group_commits() const { return queue_.max_leaders(); }
 
   // A body rolled back by the server (serialization failure, deadlock) or
   // cut off by a lost connection runs again, at most this many more times.
@@ -126,8 +136,8 @@ class PostgresStore final : public Store {
   pg::Pool pool_;
   ChangeJournal changes_;
   std::atomic<std::int64_t> round_trips_{0};
-  // Group commit: at most half the pool's connections lead a group at once,
-  // so that reads still find one.
+  // Group commit: at most group_commits groups at once (by default 2 and at
+  // most half the pool's connections, so that reads still find one).
   WriteQueue queue_;
   std::atomic<std::int64_t> groups_{0};
   std::atomic<std::int64_t> grouped_writes_{0};
