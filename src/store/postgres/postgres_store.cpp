@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <thread>
 
 #include "store/postgres/postgres_tx.h"
@@ -84,22 +85,21 @@ Result<PostgresOptions> parse_postgres_url(std::string_view url) {
     auto amp = query.find('&');
     std::string_view pair = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    // Cubeplane's own parameters: a count from 1 to 100.
+    auto count = [&](std::string_view name, int& out, std::string_view of) -> std::optional<Error> {
+      std::string_view value = pair.substr(name.size() + 1);
+      int n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 100) {
+        return invalid_url(display, std::string(name) + " must be a number of " + std::string(of) + " from 1 to 100");
+      }
+      out = n;
+      return std::nullopt;
+    };
     if (pair.starts_with("pool=")) {
-      std::string_view value = pair.substr(5);
-      int n = 0;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 100) {
-        return invalid_url(display, "pool must be a number of connections from 1 to 100");
-      }
-      options.pool_size = n;
+      if (auto e = count("pool", options.pool_size, "connections")) return *e;
     } else if (pair.starts_with("group_commits=")) {
-      std::string_view value = pair.substr(14);
-      int n = 0;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 100) {
-        return invalid_url(display, "group_commits must be a number of transactions from 1 to 100");
-      }
-      options.group_commits = n;
+      if (auto e = count("group_commits", options.group_commits, "transactions")) return *e;
     } else if (!pair.empty()) {
       kept += kept.empty() ? "?" : "&";
       kept += pair;
