@@ -258,15 +258,19 @@ Wide QuotaBook::borrowed(const Account* a, Resource r) const {
   return over > 0 ? over : 0;
 }
 
+bool QuotaBook::above_guarantee(const Account& a, std::string_view resource, Wide amount, int replicas) const {
+  const Resource r = find_resource(resource);
+  auto limit = limit_of(&a, *a.group, r);
+  return limit && at(a.used, r.id) + amount * replicas > *limit;
+}
+
 std::vector<std::string> QuotaBook::would_borrow(std::string_view name, const Resources& per_replica,
                                                  int replicas) const {
   std::vector<std::string> out;
   const Account* a = account(name);
   if (a == nullptr || a->group == nullptr) return out;
   for (const auto& [resource, amount] : per_replica.amounts()) {
-    const Resource r = find_resource(resource);
-    auto limit = limit_of(a, *a->group, r);
-    if (limit && at(a->used, r.id) + static_cast<Wide>(amount) * replicas > *limit) out.push_back(resource);
+    if (above_guarantee(*a, resource, amount, replicas)) out.push_back(resource);
   }
   return out;
 }
@@ -274,12 +278,9 @@ std::vector<std::string> QuotaBook::would_borrow(std::string_view name, const Re
 bool QuotaBook::borrows(const ResourceGroup& group, const Resources& per_replica, int replicas) const {
   const Account* a = account_of(group);
   if (a == nullptr || a->group == nullptr) return false;
-  for (const auto& [resource, amount] : per_replica.amounts()) {
-    const Resource r = find_resource(resource);
-    auto limit = limit_of(a, *a->group, r);
-    if (limit && at(a->used, r.id) + static_cast<Wide>(amount) * replicas > *limit) return true;
-  }
-  return false;
+  return std::any_of(per_replica.amounts().begin(), per_replica.amounts().end(), [&](const auto& entry) {
+    return above_guarantee(*a, entry.first, entry.second, replicas);
+  });
 }
 
 QuotaBook::CohortSums QuotaBook::cohort_sums(const Account* a, const ResourceGroup& group, Resource r,

@@ -179,6 +179,9 @@ class QuotaBook {
     Wide used = 0;
   };
   const Account* account(std::string_view group) const;
+  // Whether the account (of a known group) goes above its guarantee of
+  // `resource` by taking `amount` x `replicas` more (would_borrow, borrows).
+  bool above_guarantee(const Account& a, std::string_view resource, Wide amount, int replicas) const;
   // account(group.name), found by where the group sits among the book's groups
   // (no name to hash) when it is one of them.
   const Account* account_of(const ResourceGroup& group) const;

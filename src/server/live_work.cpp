@@ -113,35 +113,35 @@ void LiveWork::apply(const WrittenRows& rows) {
 }
 
 Result<std::string> LiveWork::check_rows(Tx& tx, const WrittenRows& rows) const {
+  std::string diff;
+  // Each id once: the kept row (nullptr: not live) against the stored one,
+  // when that is live.
+  auto compare = [&](std::string_view kind, const auto& written, const auto& stored, auto kept_of, auto is_live) {
+    std::unordered_map<std::string_view, const typename std::decay_t<decltype(stored)>::value_type*> by_id;
+    for (const auto& row : stored) by_id.emplace(row.id, &row);
+    std::unordered_set<std::string_view> seen;
+    for (const auto& row : written) {
+      if (!seen.insert(row.id).second) continue;
+      auto it = by_id.find(row.id);
+      const auto* live = it != by_id.end() && is_live(*it->second) ? it->second : nullptr;
+      const auto* kept = kept_of(row.id);
+      const std::string want = live != nullptr ? to_json_text(*live) : "(not live)";
+      const std::string have = kept != nullptr ? to_json_text(*kept) : "(not live)";
+      if (want != have) {
+        diff += (diff.empty() ? "" : "; ") + std::string(kind) + " " + row.id + ": kept " + have + ", stored " + want;
+      }
+    }
+  };
   std::vector<std::string> task_ids;
   std::vector<std::string> attempt_ids;
   for (const auto& t : rows.tasks) task_ids.push_back(t.id);
   for (const auto& a : rows.attempts) attempt_ids.push_back(a.id);
-  task_ids = distinct(task_ids);
-  attempt_ids = distinct(attempt_ids);
-  CP_ASSIGN(auto tasks, tx.get_tasks(task_ids));
-  CP_ASSIGN(auto attempts, tx.get_attempts(attempt_ids));
-  std::string diff;
-  auto compare = [&](const std::string& kind, const std::string& id, const auto* kept, const auto* stored,
-                     bool live) {
-    const std::string want = stored != nullptr && live ? to_json_text(*stored) : "(not live)";
-    const std::string have = kept != nullptr ? to_json_text(*kept) : "(not live)";
-    if (want != have) diff += (diff.empty() ? "" : "; ") + kind + " " + id + ": kept " + have + ", stored " + want;
-  };
-  std::unordered_map<std::string, const Task*> stored_tasks;
-  for (const auto& t : tasks) stored_tasks.emplace(t.id, &t);
-  for (const auto& id : task_ids) {
-    auto it = stored_tasks.find(id);
-    const Task* stored = it == stored_tasks.end() ? nullptr : it->second;
-    compare("task", id, task(id), stored, stored != nullptr && kLive.contains(stored->state));
-  }
-  std::unordered_map<std::string, const Attempt*> stored_attempts;
-  for (const auto& a : attempts) stored_attempts.emplace(a.id, &a);
-  for (const auto& id : attempt_ids) {
-    auto it = stored_attempts.find(id);
-    const Attempt* stored = it == stored_attempts.end() ? nullptr : it->second;
-    compare("attempt", id, attempt(id), stored, stored != nullptr && !is_terminal(stored->state));
-  }
+  CP_ASSIGN(auto tasks, tx.get_tasks(distinct(task_ids)));
+  CP_ASSIGN(auto attempts, tx.get_attempts(distinct(attempt_ids)));
+  compare("task", rows.tasks, tasks, [&](const std::string& id) { return task(id); },
+          [](const Task& t) { return kLive.contains(t.state); });
+  compare("attempt", rows.attempts, attempts, [&](const std::string& id) { return attempt(id); },
+          [](const Attempt& a) { return !is_terminal(a.state); });
   return diff;
 }
 
