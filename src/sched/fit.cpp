@@ -72,6 +72,16 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   return out;
 }
 
+bool quota_admits_without(CycleState& state, const TaskContext& c, const Request& request,
+                          std::span<const std::size_t> works) {
+  for (std::size_t w : works) state.take_out_quota(w);
+  std::optional<Resources> without_any;
+  const Resources& typed = request.typed(without_any);
+  const bool admits = state.quota().fits(*c.group, typed, request.replicas, c.may_borrow, true);
+  for (std::size_t w : works) state.put_back_quota(w);
+  return admits;
+}
+
 Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext& c, bool count_held, bool explain) {
   Fit first;
   for (std::size_t i = 0; i < c.shapes.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,13 @@ struct Fit {
 // what-if questions ask many times and need no words).
 Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext& c, const Request& request,
               bool count_held, const std::vector<std::string>* clusters = nullptr, bool explain = true);
+
+// Whether quota admits `request` as fit_shape asks it first (holds counted)
+// once every work of `works` is gone. Leaves the quota book as it found it.
+// Quota only gains as work goes, so where this says no, no subset of
+// `works` gone makes the request fit.
+bool quota_admits_without(CycleState& state, const TaskContext& c, const Request& request,
+                          std::span<const std::size_t> works);
 
 // Every open shape in order; the first that fits wins. Reasons of fallback
 // shapes are kept after the primary's, marked with their shape.

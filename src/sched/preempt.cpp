@@ -112,18 +112,6 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
   return ranked;
 }
 
-// Whether quota admits the request (as fit_shape asks first) once every
-// candidate is gone. Leaves the quota book as it found it.
-bool quota_admits_without_all(CycleState& state, const TaskContext& c, const Request& request,
-                              const std::vector<Ranked>& pool) {
-  for (const Ranked& r : pool) state.take_out_quota(r.victim.work);
-  std::optional<Resources> without_any;
-  const Resources& typed = request.typed(without_any);
-  const bool admits = state.quota().fits(*c.group, typed, request.replicas, c.may_borrow, true);
-  for (const Ranked& r : pool) state.put_back_quota(r.victim.work);
-  return admits;
-}
-
 // Victims for one shape, or nullopt. Leaves the quota book as it found it.
 std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
                                      bool reclaim_ok, bool priority_ok, int max_victims) {
@@ -132,7 +120,12 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   // Short of quota: quota only gains as victims go, so where it refuses with
   // every candidate gone, no set of them makes room. Most failed searches
   // of a big queue end here instead of trying every candidate with a fit.
-  if (blocked == Blocked::kQuota && !quota_admits_without_all(state, c, request, pool)) return std::nullopt;
+  if (blocked == Blocked::kQuota) {
+    std::vector<std::size_t> works;
+    works.reserve(pool.size());
+    for (const Ranked& r : pool) works.push_back(r.victim.work);
+    if (!quota_admits_without(state, c, request, works)) return std::nullopt;
+  }
   Overlay overlay(state);
   std::vector<Victim> chosen;
   std::optional<Placement> placed;

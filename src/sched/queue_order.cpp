@@ -74,10 +74,6 @@ void amounts_of(const Task& t, const Denominators& denom, Amounts& out) {
   }
 }
 
-void add(Amounts& a, const Amounts& more) {
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] += more[i];
-}
-
 std::string user_key(std::string_view project, std::string_view user) {
   std::string k(project);
   k += '\0';
@@ -86,51 +82,71 @@ std::string user_key(std::string_view project, std::string_view user) {
 }
 
 // Orders tasks of one priority (already in submit order) by fair share.
+// Projects and users are numbered as they are first seen and kept in flat
+// vectors: the answer does not depend on their order (every choice below
+// breaks ties with comes_before, a total order), and a big queue asks for
+// the next user of a project twice for every task.
 void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const QueuedTask*>::iterator last,
-              const Denominators& denom, const Amounts& empty,
-              const std::map<std::string, Tally, std::less<>>* by_project,
+              const Denominators& denom, const std::map<std::string, Tally, std::less<>>* by_project,
               const std::map<std::string, Tally, std::less<>>* by_user) {
+  const std::size_t width = denom.names.size();
   struct User {
-    Amounts held;
+    std::size_t held;  // offset of its amounts in `amounts`
     double share = 0;  // dominant(held), kept as held changes
     std::vector<const QueuedTask*> tasks;  // submit order
     std::size_t next = 0;
   };
   struct Project {
-    Amounts held;
-    std::map<std::string_view, User> users;  // views of the queue's strings
+    std::size_t held;
+    std::vector<std::size_t> users;  // positions in `users`
   };
-  std::map<std::string_view, Project> projects;
+  std::vector<double> amounts;  // every project's and user's held amounts, `width` each
+  std::vector<Project> projects;
+  std::vector<User> users;
+  std::unordered_map<std::string_view, std::size_t> project_at;  // views of the queue's strings
+  struct UserKeyHash {
+    std::size_t operator()(const std::pair<std::size_t, std::string_view>& k) const {
+      return std::hash<std::string_view>{}(k.second) * 31 + k.first;
+    }
+  };
+  std::unordered_map<std::pair<std::size_t, std::string_view>, std::size_t, UserKeyHash> user_at;
+  // Amounts of a new holder: what it holds now (zero when nothing), appended.
+  auto held_now = [&](const std::map<std::string, Tally, std::less<>>* table, std::string_view key) {
+    const std::size_t at = amounts.size();
+    amounts.resize(at + width, 0.0);
+    if (table != nullptr) {
+      if (auto h = table->find(key); h != table->end()) {
+        for (std::size_t i = 0; i < width; ++i) amounts[at + i] = static_cast<double>(h->second.get(denom.names[i]));
+      }
+    }
+    return at;
+  };
+  auto dominant_at = [&](std::size_t at) {
+    double best = 0;
+    for (std::size_t i = 0; i < width; ++i) best = std::max(best, amounts[at + i] / denom.values[i]);
+    return best;
+  };
   for (auto it = first; it != last; ++it) {
     const Task& t = (*it)->task;
-    auto [p, new_project] = projects.try_emplace(t.project_group);
-    if (new_project && by_project) {
-      auto h = by_project->find(t.project_group);
-      p->second.held = h == by_project->end() ? empty : amounts_of(h->second, denom);
-    } else if (new_project) {
-      p->second.held = empty;
+    auto [p, new_project] = project_at.try_emplace(t.project_group, projects.size());
+    if (new_project) projects.push_back({held_now(by_project, t.project_group), {}});
+    auto [u, new_user] = user_at.try_emplace({p->second, t.user}, users.size());
+    if (new_user) {
+      const std::size_t held = held_now(by_user, user_key(t.project_group, t.user));
+      users.push_back({held, dominant_at(held), {}, 0});
+      projects[p->second].users.push_back(u->second);
     }
-    auto [u, new_user] = p->second.users.try_emplace(t.user);
-    if (new_user && by_user) {
-      auto h = by_user->find(user_key(t.project_group, t.user));
-      u->second.held = h == by_user->end() ? empty : amounts_of(h->second, denom);
-    } else if (new_user) {
-      u->second.held = empty;
-    }
-    if (new_user) u->second.share = dominant(u->second.held, denom);
-    u->second.tasks.push_back(*it);
+    users[u->second].tasks.push_back(*it);
   }
   // The user of a project to go next: smallest share, then earliest head.
-  auto next_user = [&](Project& p) -> User* {
+  auto next_user = [&](const Project& p) -> User* {
     User* best = nullptr;
-    double best_share = 0;
-    for (auto& [name, u] : p.users) {
+    for (std::size_t i : p.users) {
+      User& u = users[i];
       if (u.next == u.tasks.size()) continue;
-      double s = u.share;
-      if (best == nullptr || s < best_share ||
-          (s == best_share && comes_before(*u.tasks[u.next], *best->tasks[best->next]))) {
+      if (best == nullptr || u.share < best->share ||
+          (u.share == best->share && comes_before(*u.tasks[u.next], *best->tasks[best->next]))) {
         best = &u;
-        best_share = s;
       }
     }
     return best;
@@ -139,31 +155,38 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   struct Entry {
     double share;
     const QueuedTask* head;
-    Project* project;
+    std::size_t project;
   };
   auto later = [](const Entry& a, const Entry& b) {
     if (a.share != b.share) return a.share > b.share;
     return comes_before(*b.head, *a.head);
   };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(later)> heap(later);
-  for (auto& [name, p] : projects) {
-    User* u = next_user(p);
-    heap.push({dominant(p.held, denom), u->tasks[u->next], &p});
+  std::vector<Entry> heap;
+  heap.reserve(projects.size());
+  for (std::size_t i = 0; i < projects.size(); ++i) {
+    User* u = next_user(projects[i]);
+    heap.push_back({dominant_at(projects[i].held), u->tasks[u->next], i});
   }
+  std::make_heap(heap.begin(), heap.end(), later);
   auto out = first;
-  Amounts taken(denom.names.size(), 0.0);  // the task's, read once for its project and its user
+  Amounts taken(width, 0.0);  // the task's, read once for its project and its user
   while (!heap.empty()) {
-    Entry e = heap.top();
-    heap.pop();
-    User* u = next_user(*e.project);
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const std::size_t pi = heap.back().project;
+    heap.pop_back();
+    Project& project = projects[pi];
+    User* u = next_user(project);
     const QueuedTask* q = u->tasks[u->next++];
     *out++ = q;
     amounts_of(q->task, denom, taken);
-    add(e.project->held, taken);
-    add(u->held, taken);
-    u->share = dominant(u->held, denom);
-    if (User* again = next_user(*e.project)) {
-      heap.push({dominant(e.project->held, denom), again->tasks[again->next], e.project});
+    for (std::size_t i = 0; i < width; ++i) {
+      amounts[project.held + i] += taken[i];
+      amounts[u->held + i] += taken[i];
+    }
+    u->share = dominant_at(u->held);
+    if (User* again = next_user(project)) {
+      heap.push_back({dominant_at(project.held), again->tasks[again->next], pi});
+      std::push_heap(heap.begin(), heap.end(), later);
     }
   }
 }
@@ -248,12 +271,11 @@ void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
   auto u = usage_.find(name);
   const auto* by_project = u == usage_.end() ? nullptr : &u->second.by_project;
   const auto* by_user = u == usage_.end() ? nullptr : &u->second.by_user;
-  Amounts empty(denom.names.size(), 0.0);
   auto first = tasks.begin();
   while (first != tasks.end()) {
     int priority = (*first)->task.priority;
     auto last = std::find_if(first, tasks.end(), [&](const QueuedTask* q) { return q->task.priority != priority; });
-    fair_run(first, last, denom, empty, by_project, by_user);
+    fair_run(first, last, denom, by_project, by_user);
     first = last;
   }
 }
@@ -268,30 +290,54 @@ std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& q
   std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [name, tasks] : groups) order.sort_group(tasks);
 
-  // Merge the groups by their heads; on a full tie the group earlier by name wins.
+  // Merge the groups by their heads; on a full tie the group earlier by name
+  // wins. A cursor keeps its head's sort figures, so the heap compares
+  // numbers and reads a task only on a tie (its id) or when it becomes a head.
   struct Cursor {
+    int priority;
+    Millis queued_at;
+    Millis created_at;
     const std::vector<const QueuedTask*>* tasks;
     std::size_t next;
     std::size_t rank;  // the group's position by name
+    void read() {
+      const Task& t = (*tasks)[next]->task;
+      priority = t.priority;
+      queued_at = t.queued_at;
+      created_at = t.created_at;
+    }
   };
+  // a's head goes after b's: comes_before(b's head, a's head), then the rank.
   auto later = [](const Cursor& a, const Cursor& b) {
-    const QueuedTask& x = *(*a.tasks)[a.next];
-    const QueuedTask& y = *(*b.tasks)[b.next];
-    if (comes_before(y, x)) return true;
-    if (comes_before(x, y)) return false;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.queued_at != b.queued_at) return a.queued_at > b.queued_at;
+    if (a.created_at != b.created_at) return a.created_at > b.created_at;
+    const std::string& x = (*a.tasks)[a.next]->task.id;
+    const std::string& y = (*b.tasks)[b.next]->task.id;
+    if (x != y) return y < x;
     return a.rank > b.rank;
   };
-  std::priority_queue<Cursor, std::vector<Cursor>, decltype(later)> heap(later);
+  std::vector<Cursor> heap;
+  heap.reserve(groups.size());
   std::size_t rank = 0;
-  for (const auto& [name, tasks] : groups) heap.push({&tasks, 0, rank++});
+  for (const auto& [name, tasks] : groups) {
+    heap.push_back({0, 0, 0, &tasks, 0, rank++});
+    heap.back().read();
+  }
+  std::make_heap(heap.begin(), heap.end(), later);
 
   std::vector<const QueuedTask*> out;
   out.reserve(queue.size());
   while (!heap.empty()) {
-    Cursor c = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Cursor& c = heap.back();
     out.push_back((*c.tasks)[c.next++]);
-    if (c.next < c.tasks->size()) heap.push(c);
+    if (c.next < c.tasks->size()) {
+      c.read();
+      std::push_heap(heap.begin(), heap.end(), later);
+    } else {
+      heap.pop_back();
+    }
   }
   return out;
 }

@@ -292,9 +292,15 @@ class Cycle {
     // Only what could make room for this task: in its clusters, or its group's quota.
     std::vector<std::size_t> stopping = state_.stopping_within(c.group->name, c.clusters->usable);
     if (stopping.empty()) return false;
-    if (quota_only &&
-        std::none_of(stopping.begin(), stopping.end(), [&](std::size_t w) { return same_quota_scope(w, c); })) {
-      return false;
+    if (quota_only) {
+      // Quota is asked before any node, and only the work of the quota scope
+      // gives any back: where quota refuses with all of that gone, the fit
+      // below would refuse too, so no node load need be taken out.
+      std::vector<std::size_t> in_scope;
+      for (std::size_t w : stopping) {
+        if (same_quota_scope(w, c)) in_scope.push_back(w);
+      }
+      if (in_scope.empty() || !quota_admits_without(state_, c, c.shapes.front(), in_scope)) return false;
     }
     Overlay freed(state_);
     for (std::size_t w : stopping) state_.take_out(w, freed);
