@@ -319,20 +319,30 @@ bool QuotaBook::fits(const ResourceGroup& group, const Resources& per_replica, i
                      bool count_held) const {
   const Account* a = account_of(group);
   for (const auto& [resource, amount] : per_replica.amounts()) {
-    if (resource == kGpuAny || amount == 0) continue;
-    const Resource r = find_resource(resource);
-    auto guaranteed = limit_of(a, group, r);
-    if (!guaranteed) continue;
-    Wide requested = static_cast<Wide>(amount) * replicas;
-    Wide mine = in_use(a, r, count_held);
-    if (mine + requested <= *guaranteed) continue;
-    if (!may_borrow || group.cohort.empty()) return false;
-    auto ceiling = ceiling_of(a, group, r);
-    if (!ceiling || mine + requested > *ceiling) return false;
-    CohortSums sums = cohort_sums(a, group, r, count_held);
-    if (requested > sums.guaranteed - sums.used) return false;
+    if (!fits_one(a, group, resource, amount, replicas, may_borrow, count_held)) return false;
   }
   return true;
+}
+
+bool QuotaBook::fits(const ResourceGroup& group, std::string_view resource, std::int64_t amount, int replicas,
+                     bool may_borrow, bool count_held) const {
+  return fits_one(account_of(group), group, resource, amount, replicas, may_borrow, count_held);
+}
+
+bool QuotaBook::fits_one(const Account* a, const ResourceGroup& group, std::string_view resource,
+                         std::int64_t amount, int replicas, bool may_borrow, bool count_held) const {
+  if (resource == kGpuAny || amount == 0) return true;
+  const Resource r = find_resource(resource);
+  auto guaranteed = limit_of(a, group, r);
+  if (!guaranteed) return true;
+  Wide requested = static_cast<Wide>(amount) * replicas;
+  Wide mine = in_use(a, r, count_held);
+  if (mine + requested <= *guaranteed) return true;
+  if (!may_borrow || group.cohort.empty()) return false;
+  auto ceiling = ceiling_of(a, group, r);
+  if (!ceiling || mine + requested > *ceiling) return false;
+  CohortSums sums = cohort_sums(a, group, r, count_held);
+  return requested <= sums.guaranteed - sums.used;
 }
 
 template <class F>

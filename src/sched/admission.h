@@ -112,6 +112,9 @@ class QuotaBook {
   // check(...).empty(), without building the reasons.
   bool fits(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
             bool count_held = true) const;
+  // The same for one resource of a request (`amount` per replica).
+  bool fits(const ResourceGroup& group, std::string_view resource, std::int64_t amount, int replicas,
+            bool may_borrow, bool count_held = true) const;
   // True when per_replica x replicas could be admitted once the group's (and
   // its cohort's) other work is gone: within the guarantee, or the ceiling
   // when it may borrow. False: it never fits, waiting does not help.
@@ -196,6 +199,8 @@ class QuotaBook {
   std::optional<std::int64_t> limit_of(const Account* a, const ResourceGroup& group, Resource r) const;
   std::optional<std::int64_t> ceiling_of(const Account* a, const ResourceGroup& group, Resource r) const;
   CohortSums cohort_sums(const Account* a, const ResourceGroup& group, Resource r, bool count_held) const;
+  bool fits_one(const Account* a, const ResourceGroup& group, std::string_view resource, std::int64_t amount,
+                int replicas, bool may_borrow, bool count_held) const;
   static Wide in_use(const Account* a, Resource r, bool count_held);
   Wide borrowed(const Account* a, Resource r) const;
   std::vector<std::pair<std::string_view, std::int64_t>> top_holders(const Account* a, std::string_view resource) const;

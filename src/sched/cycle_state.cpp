@@ -863,9 +863,22 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
 
 std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_type(
     const LoadView& loads, const std::vector<std::string>& clusters, const ResourceGroup& group,
-    const Request& request, ProjectId project, PlacementPolicy policy) const {
+    const Request& request, ProjectId project, PlacementPolicy policy, const TypeFilter& only) const {
   const Ordered o = ordered(loads);
   if (!o.applies || request.replicas != 1 || !request.any_gpu() || !order_ready()) return std::nullopt;
+  // The ordered types to walk, by cycle id (each asked of `only` once).
+  std::vector<char> walk_type(order_->types(), 1);
+  if (only) {
+    for (const auto& [name, id] : gpu_type_ids_) {
+      if (id >= 0 && static_cast<std::size_t>(id) < walk_type.size()) walk_type[static_cast<std::size_t>(id)] = only(name);
+    }
+  }
+  auto wanted = [&](std::size_t i) {
+    if (!only) return true;
+    const int t = nodes_[i].primary_type;
+    return t >= 0 && static_cast<std::size_t>(t) < walk_type.size() ? walk_type[static_cast<std::size_t>(t)] != 0
+                                                                     : only(nodes_[i].gpu_type);
+  };
   const bool spread = policy == PlacementPolicy::spread;
   auto fits = [&](std::size_t i) { return !node_misfit(nodes_[i], loads.load(i), group, request, o.mode); };
   auto skip = [&](const FreeOrder::Entry& e) { return o.out_of_order(e.node, loads_[e.node]); };
@@ -880,6 +893,7 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
   const Wide need = need_in_order(request);
   for (std::size_t rank : ranks) {
     for (std::size_t t = 0; t < order_->types(); ++t) {
+      if (!walk_type[t]) continue;
       auto own = [&](std::size_t i) { return nodes_[i].primary_type == static_cast<int>(t) && fits(i); };
       if (auto i = walk(order_->single(rank, static_cast<int>(t)), need, spread, other_project, own)) {
         candidates.push_back(*i);
@@ -890,10 +904,10 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
     }
   }
   for (std::size_t i : out_of_order_nodes(o, ranks, request)) {
-    if (fits(i)) candidates.push_back(i);
+    if (wanted(i) && fits(i)) candidates.push_back(i);
   }
   for (std::size_t i : unordered_primary_) {
-    if (std::find(ranks.begin(), ranks.end(), nodes_[i].cluster_rank) != ranks.end() && fits(i)) {
+    if (std::find(ranks.begin(), ranks.end(), nodes_[i].cluster_rank) != ranks.end() && wanted(i) && fits(i)) {
       candidates.push_back(i);
     }
   }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -338,10 +339,13 @@ class CycleState final : public LoadView {
     std::string_view gpu_type;  // the node's NodeView::gpu_type
     std::size_t node = 0;
   };
+  // Which GPU types (by a node's NodeView::gpu_type) to look at; empty: all.
+  using TypeFilter = std::function<bool(std::string_view)>;
   std::optional<std::vector<TypedBest>> best_single_per_type(const LoadView& loads,
                                                              const std::vector<std::string>& clusters,
                                                              const ResourceGroup& group, const Request& request,
-                                                             ProjectId project, PlacementPolicy policy) const;
+                                                             ProjectId project, PlacementPolicy policy,
+                                                             const TypeFilter& only = {}) const;
 
   // ---- Kept between cycles (Scheduler, warm.h).
   // What a cycle changes (placements, holds, victims, claims, project ids of

@@ -6,7 +6,8 @@
 namespace cp::sched {
 
 Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext& c, const Request& request,
-              bool count_held, const std::vector<std::string>* clusters, bool explain) {
+              bool count_held, const std::vector<std::string>* clusters, Want want) {
+  const bool explain = want == Want::kReasons;
   Fit out;
   const ResourceGroup& group = *c.group;
   std::optional<Resources> without_any;
@@ -39,7 +40,20 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     options.explain = explain;
     options.project = c.project;
     // One replica of gpu/any: each (cluster, type)'s best node, from the free order.
-    if (auto best = state.best_single_per_type(loads, usable, group, request, c.project, group.placement)) {
+    // Asked only whether and where: a type quota refuses can give no
+    // placement (select_any_single would pass over its nodes), so its
+    // nodes are not walked. Quota admitted the rest of the request above,
+    // so the type's GPUs decide.
+    std::string gpu_name(kGpuPrefix);
+    auto type_ok = [&](std::string_view type) {
+      gpu_name.resize(kGpuPrefix.size());
+      gpu_name += type;
+      return state.quota().fits(group, gpu_name, request.gpus, request.replicas, c.may_borrow, count_held);
+    };
+    const CycleState::TypeFilter filter =
+        want == Want::kPlacement ? CycleState::TypeFilter(type_ok) : CycleState::TypeFilter();
+    if (auto best =
+            state.best_single_per_type(loads, usable, group, request, c.project, group.placement, filter)) {
       out.no_node_fits = best->empty();
       if (!best->empty()) selection = select_any_single(state, group, *c.task, request, *best, options);
     } else {
@@ -82,10 +96,10 @@ bool quota_admits_without(CycleState& state, const TaskContext& c, const Request
   return admits;
 }
 
-Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext& c, bool count_held, bool explain) {
+Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext& c, bool count_held, Want want) {
   Fit first;
   for (std::size_t i = 0; i < c.shapes.size(); ++i) {
-    Fit f = fit_shape(state, loads, c, c.shapes[i], count_held, nullptr, explain);
+    Fit f = fit_shape(state, loads, c, c.shapes[i], count_held, nullptr, want);
     if (f.placement) return f;
     if (i == 0) {
       first = std::move(f);

@@ -42,11 +42,17 @@ struct Fit {
   bool no_node_fits = false;
 };
 
+// What a caller reads of a Fit. The what-if questions ask many times and
+// need no words:
+//   kPlacement  whether and where it fits, nothing more (blocked and
+//               no_node_fits are not worked out the same way: not to be read);
+//   kWhyNot     also blocked and no_node_fits (the victim search);
+//   kReasons    also the reasons, in words.
+enum class Want { kPlacement, kWhyNot, kReasons };
+
 // One shape. `clusters` narrows the usable clusters (nullptr: all of them).
-// `explain` false: only whether and where it fits (no reasons are built: the
-// what-if questions ask many times and need no words).
 Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext& c, const Request& request,
-              bool count_held, const std::vector<std::string>* clusters = nullptr, bool explain = true);
+              bool count_held, const std::vector<std::string>* clusters = nullptr, Want want = Want::kReasons);
 
 // Whether quota admits `request` as fit_shape asks it first (holds counted)
 // once every work of `works` is gone. Leaves the quota book as it found it.
@@ -58,6 +64,6 @@ bool quota_admits_without(CycleState& state, const TaskContext& c, const Request
 // Every open shape in order; the first that fits wins. Reasons of fallback
 // shapes are kept after the primary's, marked with their shape.
 Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext& c, bool count_held,
-               bool explain = true);
+               Want want = Want::kReasons);
 
 }  // namespace cp::sched

@@ -165,7 +165,7 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
     if (blocked == Blocked::kQuota && no_node_anywhere && !frees_a_node(v.work)) continue;
     std::vector<std::string> one;
     if (blocked == Blocked::kCapacity) one.push_back(cluster);
-    Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &one : nullptr, false);
+    Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &one : nullptr, Want::kWhyNot);
     if (f.placement) {
       placed = std::move(f.placement);
       break;
@@ -185,7 +185,7 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   std::vector<std::string> target{placed->cluster_id};
   for (std::size_t i = chosen.size(); i-- > 0;) {
     state.put_back(chosen[i].work, overlay);
-    Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &target : nullptr, false);
+    Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &target : nullptr, Want::kPlacement);
     if (f.placement) {
       placed = std::move(f.placement);
       chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
@@ -194,7 +194,7 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
     state.take_out(chosen[i].work, overlay);
   }
   Fit final_fit =
-      fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &target : nullptr, false);
+      fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &target : nullptr, Want::kPlacement);
   for (const Victim& v : chosen) state.put_back(v.work, overlay);
   if (!final_fit.placement) return std::nullopt;  // cannot happen: the set above made it fit
   return VictimSet{std::move(chosen), std::move(*final_fit.placement)};

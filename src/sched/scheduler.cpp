@@ -227,7 +227,7 @@ class Cycle {
       return true;
     }
     ModeView free_of_holds(state_, LoadMode::kNoHolds);
-    Fit f = fit_shapes(state_, free_of_holds, c, false, false);
+    Fit f = fit_shapes(state_, free_of_holds, c, false, Want::kPlacement);
     if (!f.placement) return false;
     std::vector<std::size_t> nodes;
     for (const auto& r : f.placement->placements) {
@@ -304,7 +304,7 @@ class Cycle {
     }
     Overlay freed(state_);
     for (std::size_t w : stopping) state_.take_out(w, freed);
-    Fit f = fit_shapes(state_, freed, c, true, false);
+    Fit f = fit_shapes(state_, freed, c, true, Want::kPlacement);
     for (std::size_t w : stopping) state_.put_back(w, freed);
     if (!f.placement) return false;
     // It takes over what stops on its nodes (and, for quota, in its group).

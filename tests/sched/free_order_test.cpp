@@ -3,13 +3,15 @@
 // both policies, with and without holds and on an overlay, for any project,
 // as loads change; and CycleState::fitting_nodes gives feasible_nodes' nodes
 // (gangs and gpu/any too); CycleState::best_single_per_type gives the
-// attempts select_gang makes for one replica of gpu/any.
+// attempts select_gang makes for one replica of gpu/any, and with the GPU
+// types quota refuses left out, the placement fit_shape gives when asked why.
 #include <deque>
 #include <random>
 
 #include "harness.h"
 #include "sched/cycle_state.h"
 #include "sched/feasible.h"
+#include "sched/fit.h"
 #include "sched/select.h"
 
 namespace cp::sched::testing {
@@ -179,6 +181,68 @@ class FreeOrderTest : public ::testing::Test {
 
   Fleet fleet;
 };
+
+TEST_F(FreeOrderTest, GpuAnyAskedOnlyWhereItFitsSkipsTheTypesQuotaRefusesAndPlacesTheSame) {
+  // A group with H100 quota only (the A100s are refused, however free) and
+  // one with a little of both: as loads change, a gpu/any fit asked only for
+  // its placement (kPlacement: types quota refuses are not walked) places
+  // exactly where the full fit (kReasons) does, or nowhere when it does not.
+  group("rg-h100", "gpu/nvidia-h100-80gb:24,cpu:4000", {"c1", "c2"});
+  group("rg-few", "gpu/nvidia-a100-80gb:6,gpu/nvidia-h100-80gb:3,cpu:4000", {"c1", "c2"});
+  CycleState state(fleet.snapshot);
+  auto clusters = std::make_shared<ClusterFeasibility>();
+  clusters->usable = {"c1", "c2"};
+  int compared = 0;
+  int placed = 0;
+  int types_left_out = 0;
+  for (int round = 0; round < 40; ++round) {
+    for (const std::string group_name : {"rg-h100", "rg-few"}) {
+      for (int gpus : {1, 2, 4}) {
+        Task t;
+        t.id = "t" + std::to_string(round) + "-" + group_name + "-" + std::to_string(gpus);
+        t.resource_group = group_name;
+        t.project_group = "pg-" + std::to_string(round % 3);
+        t.step.resources = res("cpu:4,memory:16Gi,gpu/any:" + std::to_string(gpus));
+        TaskContext c;
+        c.task = &t;
+        c.group = state.group(group_name);
+        c.project = state.project(t.project_group);
+        c.clusters = clusters;
+        c.shapes.push_back(*request_of(t));
+        Fit full = fit_shape(state, state, c, c.shapes.front(), true, nullptr, Want::kReasons);
+        Fit only = fit_shape(state, state, c, c.shapes.front(), true, nullptr, Want::kPlacement);
+        ++compared;
+        ASSERT_EQ(only.placement.has_value(), full.placement.has_value()) << t.id;
+        // The walk with a filter never offers a node of a refused type.
+        auto refused = [&](std::string_view type) {
+          return !state.quota().fits(*c.group, "gpu/" + std::string(type), gpus, 1, true);
+        };
+        if (auto some = state.best_single_per_type(state, clusters->usable, *c.group, c.shapes.front(), c.project,
+                                                   PlacementPolicy::binpack,
+                                                   [&](std::string_view type) { return !refused(type); })) {
+          auto all = state.best_single_per_type(state, clusters->usable, *c.group, c.shapes.front(), c.project,
+                                                PlacementPolicy::binpack);
+          for (const auto& b : *some) EXPECT_FALSE(refused(b.gpu_type)) << t.id << " " << b.gpu_type;
+          ASSERT_TRUE(all.has_value());
+          types_left_out += static_cast<int>(all->size() - some->size());
+        }
+        if (!full.placement) continue;
+        ++placed;
+        EXPECT_EQ(only.placement->cluster_id + "/" + only.placement->placements.front().node + " " +
+                      only.placement->per_replica.to_string(),
+                  full.placement->cluster_id + "/" + full.placement->placements.front().node + " " +
+                      full.placement->per_replica.to_string())
+            << t.id;
+        // Taken, so the next round sees fuller nodes and less quota.
+        state.commit(t, *full.placement);
+      }
+    }
+  }
+  EXPECT_EQ(compared, 240);
+  EXPECT_GT(placed, 10);
+  EXPECT_LT(placed, compared);  // quota ran out for some
+  EXPECT_GT(types_left_out, 50);
+}
 
 TEST_F(FreeOrderTest, TheBestNodeIsTheOneSelectionPicksFromEveryFeasibleNode) {
   // As built, then after placements and holds change loads (and in a
