@@ -87,8 +87,8 @@ std::string user_key(std::string_view project, std::string_view user) {
 // breaks ties with comes_before, a total order), and a big queue asks for
 // the next user of a project twice for every task.
 void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const QueuedTask*>::iterator last,
-              const Denominators& denom, const std::map<std::string, Tally, std::less<>>* by_project,
-              const std::map<std::string, Tally, std::less<>>* by_user) {
+              const Denominators& denom, const FairShareOrder::Held* by_project,
+              const FairShareOrder::Held* by_user) {
   const std::size_t width = denom.names.size();
   struct User {
     std::size_t held;  // offset of its amounts in `amounts`
@@ -111,7 +111,7 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   };
   std::unordered_map<std::pair<std::size_t, std::string_view>, std::size_t, UserKeyHash> user_at;
   // Amounts of a new holder: what it holds now (zero when nothing), appended.
-  auto held_now = [&](const std::map<std::string, Tally, std::less<>>* table, std::string_view key) {
+  auto held_now = [&](const FairShareOrder::Held* table, std::string_view key) {
     const std::size_t at = amounts.size();
     amounts.resize(at + width, 0.0);
     if (table != nullptr) {
@@ -246,10 +246,17 @@ FairShareOrder::FairShareOrder(const std::vector<ResourceGroup>& groups, const s
 }
 
 void FairShareOrder::count(const RunningWork& w) {
-  Usage& u = usage_[w.resource_group];
+  auto held = [](Held& table, std::string_view key) -> Tally& {
+    auto it = table.find(key);
+    return it != table.end() ? it->second : table.try_emplace(std::string(key)).first->second;
+  };
+  auto u = usage_.find(w.resource_group);
+  if (u == usage_.end()) u = usage_.try_emplace(w.resource_group).first;
   auto replicas = static_cast<std::int64_t>(w.placements.size());
-  u.by_project[w.project_group].add(w.per_replica, replicas);
-  u.by_user[user_key(w.project_group, w.user)].add(w.per_replica, replicas);
+  held(u->second.by_project, w.project_group).add(w.per_replica, replicas);
+  user_key_.assign(w.project_group).push_back('\0');
+  user_key_ += w.user;
+  held(u->second.by_user, user_key_).add(w.per_replica, replicas);
 }
 
 double FairShareOrder::share(std::string_view group, std::string_view project_group, std::string_view user) const {

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sched/scheduler.h"
@@ -57,13 +58,27 @@ class FairShareOrder final : public QueueOrder {
   double share(std::string_view group, std::string_view project_group, std::string_view user = {}) const;
 
  private:
-  struct Usage {
-    std::map<std::string, Tally, std::less<>> by_project;  // project group -> held
-    std::map<std::string, Tally, std::less<>> by_user;     // "project\0user" -> held
+  // Found by name (a view, no copy), never walked: hashes, as every running
+  // work of the queued groups is counted.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  std::map<std::string, const ResourceGroup*, std::less<>> groups_;
+  template <class T>
+  using ByName = std::unordered_map<std::string, T, NameHash, std::equal_to<>>;
+
+ public:
+  using Held = ByName<Tally>;
+
+ private:
+  struct Usage {
+    Held by_project;  // project group -> held
+    Held by_user;     // "project\0user" -> held
+  };
+  ByName<const ResourceGroup*> groups_;
   std::vector<std::string_view> to_count_;  // views of the queue's group names
-  std::map<std::string, Usage, std::less<>> usage_;  // by resource group
+  ByName<Usage> usage_;  // by resource group
+  std::string user_key_;  // count()'s buffer
 };
 
 // The (priority desc, queued_at asc, created_at asc, id asc) comparison.
