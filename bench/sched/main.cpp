@@ -7,7 +7,7 @@
 //      fleet full to the last GPU, many times: on the state kept between
 //      cycles (sched::Scheduler, warm.h), as a server keeps it, and rebuilt
 //      from the snapshot by decide() (cold), both timed;
-//   4. memory per queued task (malloc's count around building the queue);
+//   4. memory per queued task (the allocator's count around building the queue);
 //   5. --series: (1) at 1k, 5k, 10k, 20k nodes, ns per decision.
 //
 // Before it, `plan_digest=<hex>`: a digest of every plan of the run
@@ -98,7 +98,30 @@ double percentile(std::vector<double> v, double p) {
   return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
 }
 
+}  // namespace
+}  // namespace cp::bench
+
+// jemalloc's control interface, when the binary is linked with it (the
+// default build): weak, so that a build with glibc's malloc links too.
+extern "C" int mallctl(const char* name, void* oldp, std::size_t* oldlenp, void* newp, std::size_t newlen)
+    __attribute__((weak));
+
+namespace cp::bench {
+namespace {
+
+// Bytes the program has allocated and not freed. With jemalloc, its own
+// count (glibc's mallinfo2() knows nothing of jemalloc's heap and says 0);
+// with glibc's malloc, mallinfo2().
 std::size_t heap_in_use() {
+  if (mallctl != nullptr) {
+    // jemalloc's statistics are a snapshot, refreshed by writing "epoch".
+    std::uint64_t epoch = 1;
+    std::size_t size = sizeof epoch;
+    mallctl("epoch", &epoch, &size, &epoch, size);
+    std::size_t allocated = 0;
+    size = sizeof allocated;
+    if (mallctl("stats.allocated", &allocated, &size, nullptr, 0) == 0) return allocated;
+  }
   struct mallinfo2 mi = mallinfo2();
   return mi.uordblks + mi.hblkhd;  // small chunks in use + mmapped (large) ones
 }
