@@ -1041,16 +1041,22 @@ void CycleState::index_stopping(std::size_t p) {
   if (group(work.resource_group) == nullptr) ++stopping_of_unknown_groups_;
 }
 
-bool CycleState::stopping_in_quota_scope(const ResourceGroup& g) const {
-  if (stopping_of_unknown_groups_ > 0) return true;
+std::optional<std::vector<std::size_t>> CycleState::stopping_in_quota_scope(
+    const ResourceGroup& g, const std::vector<std::string>& clusters) const {
+  if (stopping_of_unknown_groups_ > 0) return std::nullopt;
+  std::vector<std::size_t> out;
   for (const ResourceGroup* member : quota_scope_groups(g)) {
     auto it = stopping_by_group_.find(member->name);
     if (it == stopping_by_group_.end()) continue;
+    const bool own = member->name == g.name;  // stopping_within takes the group's own work anywhere
     for (std::size_t p : it->second) {
-      if (!claimed_[stopping_list_[p]]) return true;
+      const std::size_t w = stopping_list_[p];
+      if (claimed_[w]) continue;
+      if (!own && std::find(clusters.begin(), clusters.end(), running_[w]->cluster_id) == clusters.end()) continue;
+      out.push_back(w);
     }
   }
-  return false;
+  return out;
 }
 
 std::size_t CycleState::add_running(const RunningWork& work) {

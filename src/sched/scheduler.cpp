@@ -287,21 +287,23 @@ class Cycle {
     // cohort, or itself outside one) gives back what it asks; other work
     // going changes no answer.
     const bool quota_only = how == Blocked::kQuota && c.shapes.size() == 1 && !c.shapes.front().any_gpu();
-    if (quota_only && !state_.stopping_in_quota_scope(*c.group)) return false;
+    if (quota_only) {
+      // Quota is asked before any node, and only the stopping work of the
+      // quota scope gives any back: where quota refuses with all of that
+      // gone, the fit below would refuse too, so no node load is taken out.
+      auto in_scope = state_.stopping_in_quota_scope(*c.group, c.clusters->usable);
+      if (!in_scope) {  // work of an unknown group is stopping: counted as in the scope
+        in_scope.emplace();
+        for (std::size_t w : state_.stopping_within(c.group->name, c.clusters->usable)) {
+          if (same_quota_scope(w, c)) in_scope->push_back(w);
+        }
+      }
+      if (in_scope->empty() || !quota_admits_without(state_, c, c.shapes.front(), *in_scope)) return false;
+    }
     // Work stopping and not yet claimed by an earlier task of this cycle.
     // Only what could make room for this task: in its clusters, or its group's quota.
     std::vector<std::size_t> stopping = state_.stopping_within(c.group->name, c.clusters->usable);
     if (stopping.empty()) return false;
-    if (quota_only) {
-      // Quota is asked before any node, and only the work of the quota scope
-      // gives any back: where quota refuses with all of that gone, the fit
-      // below would refuse too, so no node load need be taken out.
-      std::vector<std::size_t> in_scope;
-      for (std::size_t w : stopping) {
-        if (same_quota_scope(w, c)) in_scope.push_back(w);
-      }
-      if (in_scope.empty() || !quota_admits_without(state_, c, c.shapes.front(), in_scope)) return false;
-    }
     Overlay freed(state_);
     for (std::size_t w : stopping) state_.take_out(w, freed);
     Fit f = fit_shapes(state_, freed, c, true, Want::kPlacement);

@@ -226,5 +226,30 @@ TEST_F(PreemptTest, QuotaShortWaitsOnlyForStoppingWorkThatGivesQuotaBack) {
   EXPECT_EQ(r.message, "waiting for 1 stopping task to checkpoint and exit: own");
 }
 
+TEST_F(PreemptTest, QuotaShortCountsStoppingWorkOfItsCohortOnlyWhereItCouldRun) {
+  // rg-b and rg-c share a cohort: 16 GPUs guaranteed between them, 16 in
+  // use (rg-b 8, rg-c 4 on n2 and 4 on m1), so rg-b's 4 more are refused.
+  // rg-c's work stopping on m1 (cluster c2, which rg-b does not use) is not
+  // waited for; the same work stopping on n2 is, and gives the cohort room.
+  fleet.cluster("c2").node("m1", kNode, kA100Label);
+  group("rg-b", "gpu/nvidia-a100-80gb:8", {"c1"});
+  group("rg-c", "gpu/nvidia-a100-80gb:8", {"c1", "c2"});
+  fleet.borrow("rg-b", std::string(kA100), "16", "shared");
+  fleet.borrow("rg-c", std::string(kA100), "16", "shared");
+  batch("own", "n1");
+  fleet.running("near", "rg-c", "c1", "gpu/nvidia-a100-80gb:4", {{0, "n2", {0, 1, 2, 3}}});
+  fleet.running("far", "rg-c", "c2", "gpu/nvidia-a100-80gb:4", {{0, "m1", {0, 1, 2, 3}}}).stopping = true;
+  queue.task("u1", "rg-b", "gpu/nvidia-a100-80gb:4").priority_class("batch", 100);
+  Plan plan = run();
+  EXPECT_EQ(reason_code(plan, "u1"), kReasonQuota) << describe(plan);
+
+  fleet.snapshot.running[2].stopping = false;  // far runs on
+  fleet.snapshot.running[1].stopping = true;   // near stops
+  plan = run();
+  const PendingReason& r = reason(plan, "u1");
+  EXPECT_EQ(r.code, kReasonPreemptionGrace) << describe(plan);
+  EXPECT_EQ(r.message, "waiting for 1 stopping task to checkpoint and exit: near");
+}
+
 }  // namespace
 }  // namespace cp::sched::testing
