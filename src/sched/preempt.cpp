@@ -72,6 +72,33 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
     }
     return false;
   };
+  // Whether a group borrows a resource, asked of the quota once per search:
+  // the works of a cohort are of a few groups and hold a few resources.
+  struct Borrowing {
+    const ResourceGroup* group;
+    std::string_view resource;  // "cpu", "memory", or a GPU type without its prefix
+    bool borrows;
+  };
+  std::vector<Borrowing> borrowing;
+  std::string gpu_name;
+  auto borrows = [&](const ResourceGroup* g, std::string_view resource, bool gpu) {
+    for (const Borrowing& b : borrowing) {
+      if (b.group == g && b.resource == resource) return b.borrows;
+    }
+    if (gpu) gpu_name.assign(kGpuPrefix).append(resource);
+    bool yes = state.quota().borrowed(g->name, gpu ? std::string_view(gpu_name) : resource) > 0;
+    borrowing.push_back({g, resource, yes});
+    return yes;
+  };
+  // borrows_what_is_asked, from the work's figures where they say all it holds.
+  auto reclaimable = [&](std::size_t w, const RunningWork& work) {
+    const CycleState::WorkFacts& f = state.facts(w);
+    if (!f.plain || f.group == nullptr || request.others) return borrows_what_is_asked(state, work, request);
+    if (f.cpu > 0 && request.cpu > 0 && borrows(f.group, kCpu, false)) return true;
+    if (f.memory > 0 && request.memory > 0 && borrows(f.group, kMemory, false)) return true;
+    const bool gpu_asked = request.any_gpu() || (request.gpus > 0 && request.gpu_type == f.gpu_type);
+    return f.gpus > 0 && gpu_asked && borrows(f.group, f.gpu_type, true);
+  };
   std::vector<Ranked> ranked;
   auto consider = [&](std::size_t w) {
     const RunningWork& work = state.running(w);
@@ -86,7 +113,7 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
     // (a work of a group the snapshot does not know compares by name).
     bool same_group = g != nullptr ? g == c.group : work.resource_group == task.resource_group;
     bool same_cohort = g != nullptr && !c.group->cohort.empty() && (g == c.group || g->cohort == c.group->cohort);
-    bool reclaim = reclaim_ok && same_cohort && !same_group && borrows_what_is_asked(state, work, request);
+    bool reclaim = reclaim_ok && same_cohort && !same_group && reclaimable(w, work);
     if (!reclaim && !priority) return;
     // Short of quota: only work charged to the task's group (or, for
     // borrowing, its cohort) gives quota back.

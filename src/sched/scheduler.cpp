@@ -244,7 +244,14 @@ class Cycle {
     for (std::string_view h : holders) key.append(h).push_back('\0');
     Reasons::Shared& reason = behind_reasons_[key];
     if (!reason) reason = Reasons::make(reasons::reservation(std::vector<std::string>(holders.begin(), holders.end())));
-    failed.behind = Failed::Behind{state_.mark(), c.project, quota_fits(c), reason};
+    // One shape that fits without holds: quota admitted it (gpu/any: per type).
+    std::vector<signed char> admitted;
+    if (c.shapes.size() == 1) {
+      admitted.push_back(static_cast<signed char>(c.shapes.front().any_gpu() ? -1 : 1));
+    } else {
+      admitted = quota_fits(c);
+    }
+    failed.behind = Failed::Behind{state_.mark(), c.project, std::move(admitted), reason};
     why.add_front(failed.behind->reason);
     return true;
   }
