@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 
 #include "sched/admission.h"
@@ -89,8 +90,7 @@ void append_raw(std::string& k, Int v) {
 void class_key(const TaskContext& c, std::string& k) {
   const Task& t = *c.task;
   k.clear();
-  k += t.resource_group;
-  k += '\x1f';
+  append_raw(k, c.group);  // one object per group name
   k += t.cluster;
   k += '\x1f';
   k += t.storage_pool;
@@ -103,21 +103,30 @@ void class_key(const TaskContext& c, std::string& k) {
   k += '\x1f';
   k += t.priority_class;
   k += '\x1f';
-  append_raw(k, t.priority);
-  k += c.may_borrow ? 'b' : '-';
-  k += may_preempt_now(c) ? 'p' : '-';
-  // Amounts as their bytes, not formatted: the key is built for every task.
-  // Resource names hold no '=' and each amount is 8 bytes, so the key reads
-  // back one way only.
+  // A shape as the figures its Request read from its amounts: cpu, memory,
+  // GPUs and the GPU type's cycle id say every amount of a request that
+  // names nothing else and a type some node offers; otherwise the amounts
+  // follow by name (resource names hold no '=', amounts are 8 bytes, so
+  // the key reads back one way only).
+  struct Figures {
+    std::int64_t cpu, memory, gpus;
+    std::int32_t gpu_type, replicas, priority;
+    char flags[4];
+  };
+  static_assert(std::has_unique_object_representations_v<Figures>, "no padding: the key is its bytes");
+  constexpr std::int32_t kAnyGpu = -100;
+  // The primary shape is always open: the priority and flags are always in.
   for (const Request& r : c.shapes) {
-    k += '\x1f';
+    const bool by_name = r.others || (r.wants_gpus() && !r.any_gpu() && r.gpu_type_id < 0);
+    Figures f{r.cpu, r.memory, r.gpus, r.any_gpu() ? kAnyGpu : r.gpu_type_id, r.replicas, t.priority,
+              {c.may_borrow ? 'b' : '-', may_preempt_now(c) ? 'p' : '-', by_name ? 'n' : '-', '\x1f'}};
+    append_raw(k, f);
+    if (!by_name) continue;
     for (const auto& [name, amount] : r.per_replica().amounts()) {
       k += name;
       k += '=';
       append_raw(k, amount);
     }
-    k += '*';
-    append_raw(k, r.replicas);
   }
 }
 

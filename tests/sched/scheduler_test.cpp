@@ -102,6 +102,24 @@ TEST_F(CycleTest, ABlockedTaskDoesNotBlockSmallerOnesBehindIt) {
   EXPECT_EQ(placed(plan), std::vector<std::string>{"small"});
 }
 
+TEST_F(CycleTest, TasksAlikeButForWhatTheyNameShareNoAnswer) {
+  // Tasks of one group whose requests read the same figures (1 GPU of a type
+  // no node offers, or the same cpu and one other resource) but name
+  // different things are not of one class: each one's reason names its own.
+  fleet.cluster("c1").node("n1", "cpu:64,memory:256Gi,gpu/nvidia-a100-80gb:8,example.com/fpga:2", kA100Label);
+  group("rg", "gpu/nvidia-a100-80gb:8,cpu:64", {"c1"});
+  queue.task("x", "rg", "cpu:1,gpu/type-x:1");
+  queue.task("y", "rg", "cpu:1,gpu/type-y:1");
+  queue.task("fpga", "rg", "cpu:1,example.com/fpga:4");
+  queue.task("asic", "rg", "cpu:1,example.com/asic:4");
+  Plan plan = run();
+  for (const auto& [id, named] : std::vector<std::pair<std::string, std::string>>{
+           {"x", "gpu/type-x"}, {"y", "gpu/type-y"}, {"fpga", "example.com/fpga"}, {"asic", "example.com/asic"}}) {
+    const PendingReason& r = reason(plan, id);
+    EXPECT_NE(r.message.find(named), std::string::npos) << id << ": " << r.message;
+  }
+}
+
 TEST_F(CycleTest, EveryQueuedTaskIsPlacedOrPendingWithAReason) {
   // The plan accounts for each queued task exactly once.
   busy_fleet();
