@@ -45,10 +45,14 @@ Result<Request> request_of(const Task& task, int shape) {
         "replicas must be 1.." + std::to_string(kMaxReplicas) + ", got " + std::to_string(req.replicas),
         "副本数应为 1.." + std::to_string(kMaxReplicas) + "，实际为 " + std::to_string(req.replicas));
   }
-  req.cpu = req.asked->get(kCpu);
-  req.memory = req.asked->get(kMemory);
   for (const auto& [name, amount] : req.asked->amounts()) {
-    if (name != kCpu && name != kMemory && !name.starts_with(kGpuPrefix)) req.others = true;
+    if (name == kCpu) {
+      req.cpu = amount;
+    } else if (name == kMemory) {
+      req.memory = amount;
+    } else if (!name.starts_with(kGpuPrefix)) {
+      req.others = true;
+    }
     if (amount < 0 || amount > kMaxQuantity) {
       return invalid_request(name + " amount " + std::to_string(amount) + " is out of range",
                              name + " 的数量 " + std::to_string(amount) + " 超出范围");

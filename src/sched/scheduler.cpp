@@ -34,9 +34,15 @@ namespace {
 // The clusters of tasks of `group` with no pin, cluster selector or storage
 // pool: cluster states do not change within a cycle, so one answer per group.
 using GroupClusters = std::unordered_map<const ResourceGroup*, std::shared_ptr<const ClusterFeasibility>>;
+// The same for the others, by what feasible_clusters reads of them (a byte
+// key: the group's address, pin, pool, selector; names hold no '\x1f').
+struct PinnedClusters {
+  std::unordered_map<std::string, std::shared_ptr<const ClusterFeasibility>> by_key;
+  std::string key;  // a buffer
+};
 
 std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const QueuedTask& queued, Millis now,
-                                                  GroupClusters& plain, TaskContext& c) {
+                                                  GroupClusters& plain, PinnedClusters& pinned, TaskContext& c) {
   const Task& task = queued.task;
   c.queued = &queued;
   c.task = &task;
@@ -62,7 +68,24 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
     if (!known) known = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
     c.clusters = known;
   } else {
-    c.clusters = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
+    // Pinned, selecting or bound to a pool: one answer per (group, pin,
+    // pool, selector) too, all that feasible_clusters reads of the task.
+    std::string& key = pinned.key;
+    key.clear();
+    key.append(reinterpret_cast<const char*>(&c.group), sizeof c.group);
+    for (std::string_view part : {std::string_view(task.cluster), std::string_view(task.storage_pool)}) {
+      key += part;
+      key += '\x1f';
+    }
+    for (const auto& [k, v] : task.cluster_selector) {
+      key += k;
+      key += '=';
+      key += v;
+      key += '\x1f';
+    }
+    auto& known = pinned.by_key[key];
+    if (!known) known = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
+    c.clusters = known;
   }
   const ClusterFeasibility& clusters = *c.clusters;
   if (clusters.usable.empty()) {
@@ -176,7 +199,7 @@ class Cycle {
   void one(const QueuedTask& queued) {
     TaskContext c;
     c.project = state_.project(queued.task.project_group);
-    if (auto refused = prepare(state_, queued, now_, plain_clusters_, c)) {
+    if (auto refused = prepare(state_, queued, now_, plain_clusters_, pinned_clusters_, c)) {
       pend(queued.task.id, Reasons(std::move(*refused)));
       return;
     }
@@ -437,6 +460,7 @@ class Cycle {
   std::unordered_map<std::string, Failed, KeyHash, std::equal_to<>> failed_;
   std::string key_;
   GroupClusters plain_clusters_;
+  PinnedClusters pinned_clusters_;
   // "Behind reservation" reasons by who the room is held for: the reason
   // says no more than that, and most blocked tasks of a group wait behind
   // the same one or two.
