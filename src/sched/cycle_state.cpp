@@ -870,7 +870,8 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
   std::vector<char> walk_type(order_->types(), 1);
   if (only) {
     for (const auto& [name, id] : gpu_type_ids_) {
-      if (id >= 0 && static_cast<std::size_t>(id) < walk_type.size()) walk_type[static_cast<std::size_t>(id)] = only(name);
+      const auto at = static_cast<std::size_t>(id);
+      if (id >= 0 && at < walk_type.size()) walk_type[at] = only(name);
     }
   }
   auto wanted = [&](std::size_t i) {

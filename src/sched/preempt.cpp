@@ -210,9 +210,10 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   }
   // Drop every victim that was not needed after all, most expensive first.
   std::vector<std::string> target{placed->cluster_id};
+  const std::vector<std::string>* in = blocked == Blocked::kCapacity ? &target : nullptr;
   for (std::size_t i = chosen.size(); i-- > 0;) {
     state.put_back(chosen[i].work, overlay);
-    Fit f = fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &target : nullptr, Want::kPlacement);
+    Fit f = fit_shape(state, overlay, c, request, true, in, Want::kPlacement);
     if (f.placement) {
       placed = std::move(f.placement);
       chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
@@ -220,8 +221,7 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
     }
     state.take_out(chosen[i].work, overlay);
   }
-  Fit final_fit =
-      fit_shape(state, overlay, c, request, true, blocked == Blocked::kCapacity ? &target : nullptr, Want::kPlacement);
+  Fit final_fit = fit_shape(state, overlay, c, request, true, in, Want::kPlacement);
   for (const Victim& v : chosen) state.put_back(v.work, overlay);
   if (!final_fit.placement) return std::nullopt;  // cannot happen: the set above made it fit
   return VictimSet{std::move(chosen), std::move(*final_fit.placement)};
