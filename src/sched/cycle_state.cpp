@@ -655,10 +655,6 @@ void CycleState::held_on(std::size_t node) {
   holds_by_cluster_[nodes_[node].cluster_rank].push_back(node);
 }
 
-void CycleState::loads_changed(std::size_t node) {
-  if (order_) order_->update(node, nodes_[node], loads_[node]);
-}
-
 namespace {
 
 // Something is held on the node: without holds, it counts differently.
@@ -666,6 +662,20 @@ bool holds_something(const NodeLoad& l) {
   return l.held.cpu != 0 || l.held.memory != 0 || l.held.gpus != 0 || l.held_gpus != 0 ||
          !l.held.other.amounts().empty();
 }
+
+}  // namespace
+
+void CycleState::loads_changed(std::size_t node) {
+  if (!order_) return;
+  order_->update(node, nodes_[node], loads_[node]);
+  if (holds_something(loads_[node])) {
+    held_order_->add(node, nodes_[node], loads_[node]);
+  } else {
+    held_order_->remove(node, nodes_[node]);
+  }
+}
+
+namespace {
 
 // The first entry of `order` with `first` at least `need`.
 std::vector<FreeOrder::Entry>::const_iterator first_with(const std::vector<FreeOrder::Entry>& order, Wide need) {
@@ -760,6 +770,10 @@ bool CycleState::order_ready() const {
     // state asked only a few times (one task, one decide()) does without.
     if (++asks_before_order_ < kAsksBeforeOrder) return false;
     order_ = std::make_unique<FreeOrder>(nodes_, loads_, cluster_rank_.size(), kinds_ - 2);
+    held_order_ = std::make_unique<FreeOrder>(nodes_.size(), cluster_rank_.size(), kinds_ - 2, LoadMode::kNoHolds);
+    for (std::size_t i : nodes_with_holds_) {
+      if (holds_something(loads_[i])) held_order_->add(i, nodes_[i], loads_[i]);
+    }
   }
   return true;
 }
@@ -790,23 +804,33 @@ CycleState::Best CycleState::best_single(const LoadView& loads, const std::vecto
   FewNodes candidates;
   const FewNodes ranks = ranks_of(clusters);
   const Wide need = need_in_order(request);
-  for (std::size_t rank : ranks) {
-    if (gpu) {
-      auto other_project = [&](const FreeOrder::Entry& e) {
-        return skip(e) || (e.holder != kNoProject && e.holder != project);
-      };
-      if (auto i = walk(order_->single(rank, request.gpu_type_id), need, spread, other_project, fits)) {
-        candidates.push_back(*i);
+  // The same walks over one order: skipping what `skip_here` says.
+  auto walk_order = [&](const FreeOrder& order, auto skip_here) {
+    for (std::size_t rank : ranks) {
+      if (gpu) {
+        auto other_project = [&](const FreeOrder::Entry& e) {
+          return skip_here(e) || (e.holder != kNoProject && e.holder != project);
+        };
+        if (auto i = walk(order.single(rank, request.gpu_type_id), need, spread, other_project, fits)) {
+          candidates.push_back(*i);
+        }
+        if (auto i = walk(order.offering(rank, request.gpu_type_id), need, spread, skip_here, fits)) {
+          candidates.push_back(*i);
+        }
+      } else {
+        if (auto i = walk(order.cpu(rank), need, spread, skip_here, fits)) candidates.push_back(*i);
       }
-      if (auto i = walk(order_->offering(rank, request.gpu_type_id), need, spread, skip, fits)) {
-        candidates.push_back(*i);
-      }
-    } else {
-      if (auto i = walk(order_->cpu(rank), need, spread, skip, fits)) candidates.push_back(*i);
     }
-  }
-  for (std::size_t i : out_of_order_nodes(o, ranks, request)) {
-    if (fits(i)) candidates.push_back(i);
+  };
+  walk_order(*order_, skip);
+  if (o.mode == LoadMode::kNoHolds) {
+    // Without holds, the held nodes (out of the order above) have an order
+    // of their own, by what they have free without their holds.
+    walk_order(*held_order_, [](const FreeOrder::Entry&) { return false; });
+  } else {
+    for (std::size_t i : out_of_order_nodes(o, ranks, request)) {
+      if (fits(i)) candidates.push_back(i);
+    }
   }
   std::optional<std::pair<Score, std::size_t>> best;
   for (std::size_t i : candidates) {
@@ -966,6 +990,7 @@ void CycleState::end_cycle() {
   // Holds are the cycle's alone: the snapshot has none.
   nodes_with_holds_.clear();
   for (auto& held : holds_by_cluster_) held.clear();
+  if (held_order_) held_order_->clear();
   node_holders_.clear();
   quota_holders_.clear();
   quota_holds_changed_.clear();

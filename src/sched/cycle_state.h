@@ -471,6 +471,10 @@ class CycleState final : public LoadView {
   // FreeOrder, built once the state has been asked often enough (false: not yet).
   bool order_ready() const;
   mutable std::unique_ptr<FreeOrder> order_;
+  // With order_: the nodes holding something, ordered by what they have
+  // free without their holds (what "behind a reservation" asks), instead
+  // of each asked on its own in that mode.
+  mutable std::unique_ptr<FreeOrder> held_order_;
   // GPU nodes whose own GPU type is not among the types they are ordered
   // by (best_single_per_type asks them one by one); none in practice.
   std::vector<std::size_t> unordered_primary_;

@@ -52,14 +52,52 @@ FreeOrder::FreeOrder(const std::vector<NodeView>& nodes, const std::vector<NodeL
   for (auto& v : all_) std::sort(v.begin(), v.end());
   for (auto& v : single_) std::sort(v.begin(), v.end());
   for (auto& v : cpu_) std::sort(v.begin(), v.end());
+  member_.assign(nodes.size(), 1);
+}
+
+FreeOrder::FreeOrder(std::size_t nodes, std::size_t clusters, std::size_t types, LoadMode mode)
+    : types_(std::min<std::size_t>(types, 64)), mode_(mode) {
+  all_.resize(clusters * types_);
+  single_.resize(clusters * types_);
+  cpu_.resize(clusters);
+  placed_.resize(nodes);
+  bits_.assign(nodes, 0);
+  member_.assign(nodes, 0);
+}
+
+void FreeOrder::add(std::size_t node, const NodeView& view, const NodeLoad& load) {
+  if (member_[node]) {
+    update(node, view, load);
+    return;
+  }
+  bits_[node] = types_ >= 64 ? view.gpu_type_bits : view.gpu_type_bits & ((std::uint64_t{1} << types_) - 1);
+  placed_[node] = placed_of(node, view, load);
+  file(node, view, placed_[node], /*add=*/true);
+  member_[node] = 1;
+  members_.push_back(node);
+}
+
+void FreeOrder::remove(std::size_t node, const NodeView& view) {
+  if (!member_[node]) return;
+  file(node, view, placed_[node], /*add=*/false);
+  member_[node] = 0;
+  std::erase(members_, node);
+}
+
+void FreeOrder::clear() {
+  for (auto& v : all_) v.clear();
+  for (auto& v : single_) v.clear();
+  for (auto& v : cpu_) v.clear();
+  for (std::size_t node : members_) member_[node] = 0;
+  members_.clear();
 }
 
 FreeOrder::Placed FreeOrder::placed_of(std::size_t node, const NodeView& view, const NodeLoad& load) const {
   Placed p;
-  Wide cpu = static_cast<Wide>(view.alloc_cpu) - cpu_in_use(load, LoadMode::kAll);
-  Wide memory = static_cast<Wide>(view.alloc_memory) - memory_in_use(load, LoadMode::kAll);
+  Wide cpu = static_cast<Wide>(view.alloc_cpu) - cpu_in_use(load, mode_);
+  Wide memory = static_cast<Wide>(view.alloc_memory) - memory_in_use(load, mode_);
   ProjectId holder = holder_of(load);
-  p.gpu = Entry{free_gpus(view, load, LoadMode::kAll), cpu, memory, node, holder};
+  p.gpu = Entry{free_gpus(view, load, mode_), cpu, memory, node, holder};
   p.cpu = Entry{cpu, memory, 0, node, holder};
   p.single = holder != kSeveral;
   return p;
@@ -76,6 +114,7 @@ void FreeOrder::file(std::size_t node, const NodeView& view, const Placed& p, bo
 }
 
 void FreeOrder::update(std::size_t node, const NodeView& view, const NodeLoad& load) {
+  if (!member_[node]) return;
   Placed now = placed_of(node, view, load);
   const Placed& was = placed_[node];
   if (now.gpu.same_key(was.gpu) && now.cpu.same_key(was.cpu) && now.gpu.holder == was.gpu.holder) return;

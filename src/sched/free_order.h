@@ -42,8 +42,15 @@ class FreeOrder {
   // `types`: GPU type ids below this are ordered (at most 64).
   FreeOrder(const std::vector<NodeView>& nodes, const std::vector<NodeLoad>& loads, std::size_t clusters,
             std::size_t types);
-  // The node's load or view changed.
+  // No node yet, of `nodes` nodes at most, each ordered by what it has free
+  // as `mode` counts it: the held nodes without their holds (add, remove).
+  FreeOrder(std::size_t nodes, std::size_t clusters, std::size_t types, LoadMode mode);
+  // The node's load or view changed (a node in the order).
   void update(std::size_t node, const NodeView& view, const NodeLoad& load);
+  // Puts the node in the order (or updates it there), or takes it out.
+  void add(std::size_t node, const NodeView& view, const NodeLoad& load);
+  void remove(std::size_t node, const NodeView& view);
+  void clear();
 
   // Nodes of the cluster that offer the type; of those, the ones whose GPU
   // work is of one project or none; every node of the cluster (cpu order).
@@ -67,7 +74,10 @@ class FreeOrder {
   void file(std::size_t node, const NodeView& view, const Placed& p, bool add);
 
   std::size_t types_;
+  LoadMode mode_ = LoadMode::kAll;  // how a node's free is counted
   bool every_gpu_node_ = true;
+  std::vector<char> member_;  // per node: in the order (built with every node: all)
+  std::vector<std::size_t> members_;  // of an order built empty: the nodes added (for clear)
   std::vector<std::vector<Entry>> all_;     // [cluster * types_ + type], sorted
   std::vector<std::vector<Entry>> single_;  // the same, holder != kSeveral
   std::vector<std::vector<Entry>> cpu_;     // [cluster], sorted
