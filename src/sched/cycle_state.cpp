@@ -1067,10 +1067,17 @@ void CycleState::index_stopping(std::size_t p) {
   if (group(work.resource_group) == nullptr) ++stopping_of_unknown_groups_;
 }
 
-std::optional<std::vector<std::size_t>> CycleState::stopping_in_quota_scope(
-    const ResourceGroup& g, const std::vector<std::string>& clusters) const {
-  if (stopping_of_unknown_groups_ > 0) return std::nullopt;
+std::vector<std::size_t> CycleState::stopping_in_quota_scope(const ResourceGroup& g,
+                                                             const std::vector<std::string>& clusters) const {
+  auto on_clusters = [&](std::size_t w) {
+    return std::find(clusters.begin(), clusters.end(), running_[w]->cluster_id) != clusters.end();
+  };
   std::vector<std::size_t> out;
+  if (stopping_of_unknown_groups_ > 0) {
+    for (std::size_t w : stopping_list_) {
+      if (!claimed_[w] && group(running_[w]->resource_group) == nullptr && on_clusters(w)) out.push_back(w);
+    }
+  }
   for (const ResourceGroup* member : quota_scope_groups(g)) {
     auto it = stopping_by_group_.find(member->name);
     if (it == stopping_by_group_.end()) continue;
@@ -1078,7 +1085,7 @@ std::optional<std::vector<std::size_t>> CycleState::stopping_in_quota_scope(
     for (std::size_t p : it->second) {
       const std::size_t w = stopping_list_[p];
       if (claimed_[w]) continue;
-      if (!own && std::find(clusters.begin(), clusters.end(), running_[w]->cluster_id) == clusters.end()) continue;
+      if (!own && !on_clusters(w)) continue;
       out.push_back(w);
     }
   }

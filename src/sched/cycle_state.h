@@ -263,12 +263,11 @@ class CycleState final : public LoadView {
   // an index rather than by looking at all of it for every blocked task.
   std::vector<std::size_t> stopping_within(std::string_view group, const std::vector<std::string>& clusters) const;
   // Of what stopping_within(group.name, clusters) gives, the work charged to
-  // a group of the group's quota scope (quota_scope_groups), in no
-  // particular order; nullopt while work of a group the snapshot does not
-  // know is stopping (counted as in every scope: ask stopping_within).
-  // Found through the scope's groups' own lists.
-  std::optional<std::vector<std::size_t>> stopping_in_quota_scope(const ResourceGroup& group,
-                                                                  const std::vector<std::string>& clusters) const;
+  // a group of the group's quota scope (quota_scope_groups), or to a group
+  // the snapshot does not know (counted as in every scope), in no
+  // particular order. Found through the scope's groups' own lists.
+  std::vector<std::size_t> stopping_in_quota_scope(const ResourceGroup& group,
+                                                   const std::vector<std::string>& clusters) const;
   // Running work on the cluster, by index into running().
   const std::vector<std::size_t>& running_on(std::string_view cluster_id) const;
   // Nodes whose load has stopping work, and nodes with holds.

@@ -74,22 +74,19 @@ void FreeOrder::add(std::size_t node, const NodeView& view, const NodeLoad& load
   placed_[node] = placed_of(node, view, load);
   file(node, view, placed_[node], /*add=*/true);
   member_[node] = 1;
-  members_.push_back(node);
 }
 
 void FreeOrder::remove(std::size_t node, const NodeView& view) {
   if (!member_[node]) return;
   file(node, view, placed_[node], /*add=*/false);
   member_[node] = 0;
-  std::erase(members_, node);
 }
 
 void FreeOrder::clear() {
   for (auto& v : all_) v.clear();
   for (auto& v : single_) v.clear();
   for (auto& v : cpu_) v.clear();
-  for (std::size_t node : members_) member_[node] = 0;
-  members_.clear();
+  std::fill(member_.begin(), member_.end(), 0);
 }
 
 FreeOrder::Placed FreeOrder::placed_of(std::size_t node, const NodeView& view, const NodeLoad& load) const {

@@ -77,7 +77,6 @@ class FreeOrder {
   LoadMode mode_ = LoadMode::kAll;  // how a node's free is counted
   bool every_gpu_node_ = true;
   std::vector<char> member_;  // per node: in the order (built with every node: all)
-  std::vector<std::size_t> members_;  // of an order built empty: the nodes added (for clear)
   std::vector<std::vector<Entry>> all_;     // [cluster * types_ + type], sorted
   std::vector<std::vector<Entry>> single_;  // the same, holder != kSeveral
   std::vector<std::vector<Entry>> cpu_;     // [cluster], sorted

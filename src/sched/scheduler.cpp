@@ -330,14 +330,8 @@ class Cycle {
       // Quota is asked before any node, and only the stopping work of the
       // quota scope gives any back: where quota refuses with all of that
       // gone, the fit below would refuse too, so no node load is taken out.
-      auto in_scope = state_.stopping_in_quota_scope(*c.group, c.clusters->usable);
-      if (!in_scope) {  // work of an unknown group is stopping: counted as in the scope
-        in_scope.emplace();
-        for (std::size_t w : state_.stopping_within(c.group->name, c.clusters->usable)) {
-          if (same_quota_scope(w, c)) in_scope->push_back(w);
-        }
-      }
-      if (in_scope->empty() || !quota_admits_without(state_, c, c.shapes.front(), *in_scope)) return false;
+      const std::vector<std::size_t> in_scope = state_.stopping_in_quota_scope(*c.group, c.clusters->usable);
+      if (in_scope.empty() || !quota_admits_without(state_, c, c.shapes.front(), in_scope)) return false;
     }
     // Work stopping and not yet claimed by an earlier task of this cycle.
     // Only what could make room for this task: in its clusters, or its group's quota.
@@ -365,13 +359,6 @@ class Cycle {
     state_.hold_over(*c.task, *f.placement, claimed);
     why.add_front(reasons::preemption_grace(victims, true));
     return true;
-  }
-
-  // The work is charged to the task's group or to another of its cohort (a
-  // group the snapshot does not know: assumed so).
-  bool same_quota_scope(std::size_t w, const TaskContext& c) const {
-    const ResourceGroup* g = state_.facts(w).group;
-    return g == nullptr || g == c.group || (!c.group->cohort.empty() && g->cohort == c.group->cohort);
   }
 
   bool preempt(const TaskContext& c, Blocked how, Reasons& why) {
