@@ -4,6 +4,7 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -52,16 +53,16 @@ Denominators denominators(const ResourceGroup* group) {
 // Amounts held, as doubles for the share arithmetic: amounts[i] is of denom.names[i].
 using Amounts = std::vector<double>;
 
-double dominant(const Amounts& held, const Denominators& denom) {
+// Over a holder's amounts, wherever they are kept (`held` sized as denom).
+double dominant(std::span<const double> held, const Denominators& denom) {
   double best = 0;
   for (std::size_t i = 0; i < held.size(); ++i) best = std::max(best, held[i] / denom.values[i]);
   return best;
 }
 
-Amounts amounts_of(const Tally& t, const Denominators& denom) {
-  Amounts out(denom.names.size(), 0.0);
+// What a tally holds, into `out` (sized as denom).
+void amounts_of(const Tally& t, const Denominators& denom, std::span<double> out) {
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.get(denom.names[i]));
-  return out;
 }
 
 // What the task adds to a holder's amounts, into `out` (sized as denom).
@@ -110,22 +111,17 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     }
   };
   std::unordered_map<std::pair<std::size_t, std::string_view>, std::size_t, UserKeyHash> user_at;
+  auto held_at = [&](std::size_t at) { return std::span<double>(amounts).subspan(at, width); };
   // Amounts of a new holder: what it holds now (zero when nothing), appended.
   auto held_now = [&](const FairShareOrder::Held* table, std::string_view key) {
     const std::size_t at = amounts.size();
     amounts.resize(at + width, 0.0);
     if (table != nullptr) {
-      if (auto h = table->find(key); h != table->end()) {
-        for (std::size_t i = 0; i < width; ++i) amounts[at + i] = static_cast<double>(h->second.get(denom.names[i]));
-      }
+      if (auto h = table->find(key); h != table->end()) amounts_of(h->second, denom, held_at(at));
     }
     return at;
   };
-  auto dominant_at = [&](std::size_t at) {
-    double best = 0;
-    for (std::size_t i = 0; i < width; ++i) best = std::max(best, amounts[at + i] / denom.values[i]);
-    return best;
-  };
+  auto dominant_at = [&](std::size_t at) { return dominant(held_at(at), denom); };
   for (auto it = first; it != last; ++it) {
     const Task& t = (*it)->task;
     auto [p, new_project] = project_at.try_emplace(t.project_group, projects.size());
@@ -266,7 +262,10 @@ double FairShareOrder::share(std::string_view group, std::string_view project_gr
   if (u == usage_.end()) return 0;
   const auto& table = user.empty() ? u->second.by_project : u->second.by_user;
   auto it = table.find(user.empty() ? std::string(project_group) : user_key(project_group, user));
-  return it == table.end() ? 0 : dominant(amounts_of(it->second, denom), denom);
+  if (it == table.end()) return 0;
+  Amounts held(denom.names.size(), 0.0);
+  amounts_of(it->second, denom, held);
+  return dominant(held, denom);
 }
 
 void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {

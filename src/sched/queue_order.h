@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/string_hash.h"
 #include "sched/scheduler.h"
 #include "sched/tally.h"
 
@@ -60,12 +61,8 @@ class FairShareOrder final : public QueueOrder {
  private:
   // Found by name (a view, no copy), never walked: hashes, as every running
   // work of the queued groups is counted.
-  struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   template <class T>
-  using ByName = std::unordered_map<std::string, T, NameHash, std::equal_to<>>;
+  using ByName = StringMap<T>;
 
  public:
   using Held = ByName<Tally>;

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "common/string_hash.h"
 #include "sched/admission.h"
 #include "sched/cycle.h"
 #include "sched/cycle_state.h"
@@ -35,11 +36,32 @@ namespace {
 // pool: cluster states do not change within a cycle, so one answer per group.
 using GroupClusters = std::unordered_map<const ResourceGroup*, std::shared_ptr<const ClusterFeasibility>>;
 // The same for the others, by what feasible_clusters reads of them (a byte
-// key: the group's address, pin, pool, selector; names hold no '\x1f').
+// key: the group's address, then where_key).
 struct PinnedClusters {
   std::unordered_map<std::string, std::shared_ptr<const ClusterFeasibility>> by_key;
   std::string key;  // a buffer
 };
+
+template <class Int>
+void append_raw(std::string& k, Int v) {
+  k.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// Appends where the task may run, as it names it: the pinned cluster, the
+// storage pool, the cluster selector's entries, each ended by '\x1f' (names
+// hold none; a selector entry holds '=').
+void append_where(std::string& k, const Task& t) {
+  k += t.cluster;
+  k += '\x1f';
+  k += t.storage_pool;
+  k += '\x1f';
+  for (const auto& [key, value] : t.cluster_selector) {
+    k += key;
+    k += '=';
+    k += value;
+    k += '\x1f';
+  }
+}
 
 std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const QueuedTask& queued, Millis now,
                                                   GroupClusters& plain, PinnedClusters& pinned, TaskContext& c) {
@@ -72,17 +94,8 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
     // pool, selector) too, all that feasible_clusters reads of the task.
     std::string& key = pinned.key;
     key.clear();
-    key.append(reinterpret_cast<const char*>(&c.group), sizeof c.group);
-    for (std::string_view part : {std::string_view(task.cluster), std::string_view(task.storage_pool)}) {
-      key += part;
-      key += '\x1f';
-    }
-    for (const auto& [k, v] : task.cluster_selector) {
-      key += k;
-      key += '=';
-      key += v;
-      key += '\x1f';
-    }
+    append_raw(key, c.group);
+    append_where(key, task);
     auto& known = pinned.by_key[key];
     if (!known) known = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
     c.clusters = known;
@@ -103,27 +116,13 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
 // in a cycle, the others fail too (the cycle only adds load, holds and
 // claims), so their answers are remembered (equivalence classes, as
 // Kubernetes and Kueue do). Only failures are remembered.
-template <class Int>
-void append_raw(std::string& k, Int v) {
-  k.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
 // Into `k` (cleared first): a buffer kept by the cycle, so that a task whose
 // class is known allocates nothing for its key.
 void class_key(const TaskContext& c, std::string& k) {
   const Task& t = *c.task;
   k.clear();
   append_raw(k, c.group);  // one object per group name
-  k += t.cluster;
-  k += '\x1f';
-  k += t.storage_pool;
-  for (const auto& [key, value] : t.cluster_selector) {
-    k += '\x1f';
-    k += key;
-    k += '=';
-    k += value;
-  }
-  k += '\x1f';
+  append_where(k, t);
   k += t.priority_class;
   k += '\x1f';
   // A shape as the figures its Request read from its amounts: cpu, memory,
@@ -440,11 +439,7 @@ class Cycle {
   std::unordered_map<std::string_view, int> reservations_;  // views of the snapshot's group names
   std::unordered_map<std::string_view, int> reservation_tries_;
   // Found by a view of key_ (no string built per task: transparent hash).
-  struct KeyHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
-  };
-  std::unordered_map<std::string, Failed, KeyHash, std::equal_to<>> failed_;
+  StringMap<Failed> failed_;
   std::string key_;
   GroupClusters plain_clusters_;
   PinnedClusters pinned_clusters_;
