@@ -406,6 +406,10 @@ const CycleState::WorkFacts& CycleState::read_facts(std::size_t w) const {
     }
   }
   if (gpu_entries > 1) out.plain = false;
+  if (!out.gpu_type.empty()) out.gpu_type_id = gpu_type_id(out.gpu_type);
+  out.priority = work.priority;
+  out.preemptible = work.preemptible;
+  out.cluster = cluster_rank(work.cluster_id);
   f = out;
   return *f;
 }

@@ -225,6 +225,11 @@ class CycleState final : public LoadView {
 
   // A small id for a GPU type some node offers, Request::kGpuTypeNowhere for others.
   int gpu_type_id(std::string_view type) const;
+  // A cluster's rank among the cycle's clusters (ascending id), -1 when unknown.
+  int cluster_rank(std::string_view id) const {
+    auto it = cluster_rank_.find(id);
+    return it == cluster_rank_.end() ? -1 : static_cast<int>(it->second);
+  }
 
   const NodeLoad& load(std::size_t node) const override { return loads_[node]; }
   const QuotaBook& quota() const { return quota_; }
@@ -247,6 +252,10 @@ class CycleState final : public LoadView {
     std::int64_t memory = 0;
     std::int64_t gpus = 0;      // every gpu/* entry together
     std::string_view gpu_type;  // of its only gpu/<type> entry ("" when none)
+    int gpu_type_id = -1;       // gpu_type's id (gpu_type_id()), -1 when no node offers it
+    int priority = 0;
+    int cluster = -1;  // its cluster's rank among the cycle's clusters (cluster_rank()), -1 when unknown
+    bool preemptible = false;
     // per_replica names nothing but cpu, memory and at most one GPU type.
     bool plain = true;
   };

@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include <boost/container/small_vector.hpp>
+
 namespace cp::sched {
 namespace {
 
@@ -18,7 +20,10 @@ bool frees_something(const CycleState& state, std::size_t w, const Request& requ
     if (request.memory > 0 && f.memory > 0) return true;
     if (request.gpus <= 0) return false;
     if (request.any_gpu()) return f.gpus > 0;
-    return f.gpus > 0 && f.gpu_type == request.gpu_type;
+    if (f.gpus <= 0) return false;
+    // Both types offered by some node: their ids say it; else the names.
+    if (f.gpu_type_id >= 0 && request.gpu_type_id >= 0) return f.gpu_type_id == request.gpu_type_id;
+    return f.gpu_type == request.gpu_type;
   }
   const RunningWork& work = state.running(w);
   for (const auto& [name, amount] : request.per_replica().amounts()) {
@@ -99,37 +104,50 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
     const bool gpu_asked = request.any_gpu() || (request.gpus > 0 && request.gpu_type == f.gpu_type);
     return f.gpus > 0 && gpu_asked && borrows(f.group, f.gpu_type, true);
   };
+  // Short of quota, the works of the quota scope found through their groups
+  // (below) are kept to the task's clusters: by rank, not by name.
+  const std::vector<std::string>& clusters = c.clusters->usable;
+  boost::container::small_vector<int, 4> cluster_ranks;
+  if (blocked == Blocked::kQuota) {
+    for (const auto& id : clusters) {
+      if (int rank = state.cluster_rank(id); rank >= 0) cluster_ranks.push_back(rank);
+    }
+  }
   std::vector<Ranked> ranked;
+  // The cheap questions first, from the work's facts; the work itself, and
+  // its nodes, only for those that may be candidates.
   auto consider = [&](std::size_t w) {
-    const RunningWork& work = state.running(w);
-    if (state.stopping(w) || !work.preemptible) return;
-    bool priority = priority_ok && work.priority < task.priority;
+    if (state.stopping(w)) return;
+    const CycleState::WorkFacts& facts = state.facts(w);
+    if (!facts.preemptible) return;
+    bool priority = priority_ok && facts.priority < task.priority;
     // Neither kind can hold (reclaim needs reclaim_ok): skip the lookups below.
     if (!priority && !reclaim_ok) return;
     if (!frees_something(state, w, request)) return;
-    if (blocked == Blocked::kCapacity && !on_usable_node(w)) return;
-    const ResourceGroup* g = state.facts(w).group;
+    if (blocked == Blocked::kQuota &&
+        std::find(cluster_ranks.begin(), cluster_ranks.end(), facts.cluster) == cluster_ranks.end()) {
+      return;
+    }
+    const RunningWork& work = state.running(w);
+    const ResourceGroup* g = facts.group;
     // Groups are the snapshot's, one object per name: the pointer says it
     // (a work of a group the snapshot does not know compares by name).
     bool same_group = g != nullptr ? g == c.group : work.resource_group == task.resource_group;
     bool same_cohort = g != nullptr && !c.group->cohort.empty() && (g == c.group || g->cohort == c.group->cohort);
     bool reclaim = reclaim_ok && same_cohort && !same_group && reclaimable(w, work);
     if (!reclaim && !priority) return;
+    if (blocked == Blocked::kCapacity && !on_usable_node(w)) return;
     // Short of quota: only work charged to the task's group (or, for
     // borrowing, its cohort) gives quota back.
     if (blocked == Blocked::kQuota && !same_group && !same_cohort) return;
     if (work.task_id == task.id) return;
     ranked.push_back({!reclaim, work.priority, !work.checkpoint, -work.started_at, &work.attempt_id, {w, reclaim}});
   };
-  const std::vector<std::string>& clusters = c.clusters->usable;
   if (blocked == Blocked::kQuota) {
     // Only work of the group's quota scope can qualify: found through each
     // group's own list, not by walking every work of the task's clusters.
     for (const ResourceGroup* g : state.quota_scope_groups(*c.group)) {
-      for (std::size_t w : state.running_of_group(g->name)) {
-        const std::string& cluster = state.running(w).cluster_id;
-        if (std::find(clusters.begin(), clusters.end(), cluster) != clusters.end()) consider(w);
-      }
+      for (std::size_t w : state.running_of_group(g->name)) consider(w);
     }
     return ranked;
   }
