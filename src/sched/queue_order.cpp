@@ -65,9 +65,8 @@ void amounts_of(const Tally& t, const Denominators& denom, std::span<double> out
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.get(denom.names[i]));
 }
 
-// What the task adds to a holder's amounts, into `out` (sized as denom).
-void amounts_of(const Task& t, const Denominators& denom, Amounts& out) {
-  std::fill(out.begin(), out.end(), 0.0);
+// What the task adds to a holder's amounts, into `out` (sized as denom, zeros).
+void amounts_of(const Task& t, const Denominators& denom, std::span<double> out) {
   for (const auto& [name, v] : t.step.resources.amounts()) {
     if (auto i = denom.index(name); i >= 0) {
       out[static_cast<std::size_t>(i)] += static_cast<double>(v) * std::max(1, t.step.replicas);
@@ -94,7 +93,7 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   struct User {
     std::size_t held;  // offset of its amounts in `amounts`
     double share = 0;  // dominant(held), kept as held changes
-    std::vector<const QueuedTask*> tasks;  // submit order
+    std::vector<std::size_t> tasks;  // positions in the run, submit order
     std::size_t next = 0;
   };
   struct Project {
@@ -122,8 +121,12 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     return at;
   };
   auto dominant_at = [&](std::size_t at) { return dominant(held_at(at), denom); };
-  for (auto it = first; it != last; ++it) {
-    const Task& t = (*it)->task;
+  // The run's tasks in submit order, and what each adds to its holders,
+  // read once while the task is at hand (`width` each).
+  const std::vector<const QueuedTask*> run(first, last);
+  std::vector<double> adds(run.size() * width, 0.0);
+  for (std::size_t k = 0; k < run.size(); ++k) {
+    const Task& t = run[k]->task;
     auto [p, new_project] = project_at.try_emplace(t.project_group, projects.size());
     if (new_project) projects.push_back({held_now(by_project, t.project_group), {}});
     auto [u, new_user] = user_at.try_emplace({p->second, t.user}, users.size());
@@ -132,8 +135,10 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
       users.push_back({held, dominant_at(held), {}, 0});
       projects[p->second].users.push_back(u->second);
     }
-    users[u->second].tasks.push_back(*it);
+    users[u->second].tasks.push_back(k);
+    amounts_of(t, denom, std::span<double>(adds).subspan(k * width, width));
   }
+  auto head = [&](const User& u) { return run[u.tasks[u.next]]; };
   // The user of a project to go next: smallest share, then earliest head.
   auto next_user = [&](const Project& p) -> User* {
     User* best = nullptr;
@@ -141,7 +146,7 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
       User& u = users[i];
       if (u.next == u.tasks.size()) continue;
       if (best == nullptr || u.share < best->share ||
-          (u.share == best->share && comes_before(*u.tasks[u.next], *best->tasks[best->next]))) {
+          (u.share == best->share && comes_before(*head(u), *head(*best)))) {
         best = &u;
       }
     }
@@ -161,27 +166,26 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   heap.reserve(projects.size());
   for (std::size_t i = 0; i < projects.size(); ++i) {
     User* u = next_user(projects[i]);
-    heap.push_back({dominant_at(projects[i].held), u->tasks[u->next], i});
+    heap.push_back({dominant_at(projects[i].held), head(*u), i});
   }
   std::make_heap(heap.begin(), heap.end(), later);
   auto out = first;
-  Amounts taken(width, 0.0);  // the task's, read once for its project and its user
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     const std::size_t pi = heap.back().project;
     heap.pop_back();
     Project& project = projects[pi];
     User* u = next_user(project);
-    const QueuedTask* q = u->tasks[u->next++];
-    *out++ = q;
-    amounts_of(q->task, denom, taken);
+    const std::size_t k = u->tasks[u->next++];
+    *out++ = run[k];
+    const double* taken = adds.data() + k * width;
     for (std::size_t i = 0; i < width; ++i) {
       amounts[project.held + i] += taken[i];
       amounts[u->held + i] += taken[i];
     }
     u->share = dominant_at(u->held);
     if (User* again = next_user(project)) {
-      heap.push_back({dominant_at(project.held), again->tasks[again->next], pi});
+      heap.push_back({dominant_at(project.held), head(*again), pi});
       std::push_heap(heap.begin(), heap.end(), later);
     }
   }
@@ -197,7 +201,25 @@ bool comes_before(const QueuedTask& a, const QueuedTask& b) {
 }
 
 void PriorityOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
-  std::sort(tasks.begin(), tasks.end(), [](const QueuedTask* a, const QueuedTask* b) { return comes_before(*a, *b); });
+  // Sorted by keys read once, side by side, rather than from each task
+  // again at every comparison (tasks lie far apart in memory); the id only
+  // on a tie, as comes_before.
+  struct Keyed {
+    int priority;
+    Millis queued_at;
+    Millis created_at;
+    const QueuedTask* q;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(tasks.size());
+  for (const QueuedTask* q : tasks) keyed.push_back({q->task.priority, q->task.queued_at, q->task.created_at, q});
+  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    if (a.queued_at != b.queued_at) return a.queued_at < b.queued_at;
+    if (a.created_at != b.created_at) return a.created_at < b.created_at;
+    return a.q->task.id < b.q->task.id;
+  });
+  for (std::size_t i = 0; i < tasks.size(); ++i) tasks[i] = keyed[i].q;
 }
 
 FairShareOrder::FairShareOrder(const Snapshot& snapshot) {
@@ -340,6 +362,8 @@ std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& q
     out.push_back((*c.tasks)[c.next++]);
     if (c.next < c.tasks->size()) {
       c.read();
+      // The group's next head after this one, on its way while others are merged.
+      if (c.next + 1 < c.tasks->size()) __builtin_prefetch(&(*c.tasks)[c.next + 1]->task.priority);
       std::push_heap(heap.begin(), heap.end(), later);
     } else {
       heap.pop_back();
