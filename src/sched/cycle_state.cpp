@@ -99,6 +99,8 @@ NodeView view_of(const Node& node) {
     std::sort(v.gpu_indices.begin(), v.gpu_indices.end());
     v.gpu_indices.erase(std::unique(v.gpu_indices.begin(), v.gpu_indices.end()), v.gpu_indices.end());
   }
+  v.gpu_index_count = static_cast<std::int64_t>(v.gpu_indices.size());
+  v.ready = node.ready;
   v.dense_gpu_indices = v.gpu_indices.empty() ||
                         (v.gpu_indices.front() == 0 &&
                          v.gpu_indices.back() == static_cast<int>(v.gpu_indices.size()) - 1);

@@ -62,11 +62,13 @@ struct NodeAmounts {
   Wide get(std::string_view name) const;
 };
 
+// Members in the order node_misfit reads them: a node asked about on the
+// cycle's own loads costs two cache lines, not four.
 struct NodeLoad {
   NodeAmounts used;           // everything below, and placed/running work
+  std::int64_t held_gpus = 0;
   GpuIndexSet gpus_taken;     // device indices of running and placed work
   NodeAmounts held;           // part of `used`: reservations (no indices)
-  std::int64_t held_gpus = 0;
   // Project groups with GPU work here, and how many replicas (soft
   // anti-affinity); a handful at most, in no particular order.
   std::vector<std::pair<ProjectId, int>> gpu_holders;
@@ -83,27 +85,32 @@ struct NodeLoad {
 // nodes stay put when the view is moved): 10,000 nodes are indexed per
 // cycle, so nothing is copied that need not be.
 struct NodeView {
+  // First, in one cache line: what node_misfit asks of every node it looks
+  // at (a scan of a cluster's nodes then reads no more of each).
+  bool ready = false;  // node->ready, read once
+  bool maintenance = false;
+  bool has_overrides = false;
+  bool dense_gpu_indices = false;  // gpu_indices are exactly 0..size-1
+  int primary_type = -1;  // the cycle id of gpu_type (-1: none)
+  // Bits of the cycle ids (CycleState::gpu_type_id) below 64 of gpu_types.
+  std::uint64_t gpu_type_bits = 0;
+  std::int64_t alloc_cpu = 0;  // allocatable cpu and memory, read once
+  std::int64_t alloc_memory = 0;
+  // Schedulable GPUs: allocatable "gpu/<gpu_type>", else every gpu/* entry.
+  std::int64_t gpu_capacity = 0;
+  std::int64_t gpu_index_count = 0;  // gpu_indices.size()
+  std::size_t cluster_rank = 0;  // its cluster's position among the cycle's clusters
+
   const Node* node = nullptr;
   Labels overridden;  // the effective labels, only when admin overrides change them
-  bool has_overrides = false;
-  bool maintenance = false;
   // The node's GPU type: label gpu-type, else the first device's model, else
   // the first "gpu/<type>" of allocatable; "" for a node without GPUs.
   std::string_view gpu_type;
-  // Schedulable GPUs: allocatable "gpu/<gpu_type>", else every gpu/* entry.
-  std::int64_t gpu_capacity = 0;
   // Device indices, ascending: node.gpus[].index, or 0..gpu_capacity-1 when
   // the agent reported no devices.
   std::vector<int> gpu_indices;
-  bool dense_gpu_indices = false;  // gpu_indices are exactly 0..size-1
-  std::size_t cluster_rank = 0;    // its cluster's position among the cycle's clusters
   // Every GPU type the node offers (see offers_gpu_type).
   std::vector<std::string_view> gpu_types;
-  // The same as bits of their cycle ids (CycleState::gpu_type_id) below 64.
-  std::uint64_t gpu_type_bits = 0;
-  int primary_type = -1;  // the cycle id of gpu_type (-1: none)
-  std::int64_t alloc_cpu = 0;  // allocatable cpu and memory, read once
-  std::int64_t alloc_memory = 0;
 
   const std::string& cluster_id() const { return node->cluster_id; }
   const std::string& name() const { return node->name; }

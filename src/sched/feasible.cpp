@@ -84,7 +84,7 @@ std::string_view misfit_key(NodeMisfit m) {
 
 Wide free_gpus(const NodeView& node, const NodeLoad& load, LoadMode mode) {
   Wide by_count = static_cast<Wide>(node.gpu_capacity) - gpus_in_use(load, mode);
-  auto indices = static_cast<Wide>(node.gpu_indices.size());
+  auto indices = static_cast<Wide>(node.gpu_index_count);
   Wide by_index = indices;
   if (mode != LoadMode::kDrained && !load.gpus_taken.empty()) {
     if (node.dense_gpu_indices) {
@@ -112,7 +112,7 @@ std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, st
 
 std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load, const ResourceGroup& group,
                                       const Request& request, LoadMode mode) {
-  if (!node.node->ready) return NodeMisfit::kNotReady;
+  if (!node.ready) return NodeMisfit::kNotReady;
   if (node.maintenance) return NodeMisfit::kMaintenance;
   if (!group.node_selector.empty() && !labels_match(group.node_selector, node.labels())) {
     return NodeMisfit::kSelectorMismatch;

@@ -49,9 +49,9 @@ class GpuIndexSet {
   static constexpr int kMaskedIndices = 4096;
 
   std::uint64_t low_ = 0;             // 0..63: every node seen in practice
+  std::size_t count_ = 0;             // beside low_: the two a free-GPU count reads
   std::vector<std::uint64_t> high_;   // 64..kMaskedIndices-1, word w = indices 64(w+1)..
   std::vector<int> others_;           // the rest, ascending
-  std::size_t count_ = 0;
 
   std::size_t count_below_any(int n) const;
 };
