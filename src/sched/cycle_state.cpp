@@ -388,8 +388,8 @@ const std::vector<std::size_t>& CycleState::running_on(std::string_view cluster_
 
 const CycleState::WorkFacts& CycleState::read_facts(std::size_t w) const {
   if (facts_.size() < running_.size()) facts_.resize(running_.size());
-  std::optional<WorkFacts>& f = facts_[w];
-  if (f) return *f;
+  WorkFacts& f = facts_[w];
+  if (f.known) return f;
   const RunningWork& work = *running_[w];
   WorkFacts out;
   out.group = group(work.resource_group);
@@ -412,8 +412,9 @@ const CycleState::WorkFacts& CycleState::read_facts(std::size_t w) const {
   out.priority = work.priority;
   out.preemptible = work.preemptible;
   out.cluster = cluster_rank(work.cluster_id);
+  out.known = true;
   f = out;
-  return *f;
+  return f;
 }
 
 void CycleState::holders_on(const std::vector<std::size_t>& nodes, std::vector<std::string_view>& out) const {
@@ -1112,7 +1113,7 @@ std::size_t CycleState::add_running(const RunningWork& work) {
     replicas_.emplace_back();
   }
   running_[w] = &work;
-  if (w < facts_.size()) facts_[w].reset();
+  if (w < facts_.size()) facts_[w] = {};
   if (w < charges_.size()) charges_[w] = {};
   running_project_[w] = project(work.project_group);
   stopping_[w] = false;
@@ -1167,7 +1168,7 @@ void CycleState::remove_running(std::size_t w) {
   stopping_[w] = false;
   claimed_[w] = false;
   running_[w] = nullptr;
-  if (w < facts_.size()) facts_[w].reset();
+  if (w < facts_.size()) facts_[w] = {};
   if (w < charges_.size()) charges_[w] = {};
   running_project_[w] = kNoProject;
   replicas_[w] = {0, 0};

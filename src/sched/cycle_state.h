@@ -253,22 +253,26 @@ class CycleState final : public LoadView {
   bool stopping(std::size_t work) const { return stopping_[work]; }
   // What preemption asks of every candidate, read once per work (on first
   // question) instead of by name for each blocked task.
-  struct WorkFacts {
-    const ResourceGroup* group = nullptr;  // nullptr: not a group of the snapshot
-    std::int64_t cpu = 0;                  // per replica
-    std::int64_t memory = 0;
-    std::int64_t gpus = 0;      // every gpu/* entry together
-    std::string_view gpu_type;  // of its only gpu/<type> entry ("" when none)
-    int gpu_type_id = -1;       // gpu_type's id (gpu_type_id()), -1 when no node offers it
-    int priority = 0;
-    int cluster = -1;  // its cluster's rank among the cycle's clusters (cluster_rank()), -1 when unknown
+  // One cache line, in the order a victim search asks (a search walks
+  // hundreds of works: one line each).
+  struct alignas(64) WorkFacts {
+    bool known = false;  // read yet (reset when the work changes)
     bool preemptible = false;
     // per_replica names nothing but cpu, memory and at most one GPU type.
     bool plain = true;
+    int priority = 0;
+    int gpu_type_id = -1;  // gpu_type's id (gpu_type_id()), -1 when no node offers it
+    int cluster = -1;  // its cluster's rank among the cycle's clusters (cluster_rank()), -1 when unknown
+    std::int64_t cpu = 0;  // per replica
+    std::int64_t memory = 0;
+    std::int64_t gpus = 0;  // every gpu/* entry together
+    const ResourceGroup* group = nullptr;  // nullptr: not a group of the snapshot
+    std::string_view gpu_type;  // of its only gpu/<type> entry ("" when none)
   };
+  static_assert(sizeof(WorkFacts) == 64);
   // Asked for every candidate of every victim search: read once, then inline.
   const WorkFacts& facts(std::size_t work) const {
-    if (work < facts_.size() && facts_[work]) return *facts_[work];
+    if (work < facts_.size() && facts_[work].known) return facts_[work];
     return read_facts(work);
   }
   // Indices of all stopping work (the snapshot's and this cycle's victims).
@@ -410,7 +414,7 @@ class CycleState final : public LoadView {
   std::unordered_map<std::string_view, int> gpu_type_ids_;  // views of the nodes' strings
   std::unordered_map<std::string_view, ProjectId> project_ids_;  // views of the snapshot's and queue's strings
   std::vector<ProjectId> running_project_;                      // per running work
-  mutable std::vector<std::optional<WorkFacts>> facts_;          // per running work, on first use
+  mutable std::vector<WorkFacts> facts_;          // per running work, on first use
   // Per running work, its quota charge resolved on first take_out (nullopt
   // inside: a group the book does not know, charged by name).
   struct Resolved {
