@@ -1,6 +1,7 @@
 #include "sched/free_order.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "sched/feasible.h"
 
@@ -14,6 +15,12 @@ void insert_sorted(std::vector<FreeOrder::Entry>& v, const FreeOrder::Entry& e) 
 void erase_sorted(std::vector<FreeOrder::Entry>& v, const FreeOrder::Entry& e) {
   auto it = std::lower_bound(v.begin(), v.end(), e);
   if (it != v.end() && it->node == e.node && it->same_key(e)) v.erase(it);
+}
+
+// A figure as an order keeps it (Entry): within 64 bits.
+std::int64_t key(Wide v) {
+  constexpr Wide lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
+  return static_cast<std::int64_t>(std::clamp(v, lo, hi));
 }
 
 // The one project with GPU work on the node, kNoProject, or kSeveral.
@@ -32,6 +39,7 @@ ProjectId holder_of(const NodeLoad& load) {
 FreeOrder::FreeOrder(const std::vector<NodeView>& nodes, const std::vector<NodeLoad>& loads, std::size_t clusters,
                      std::size_t types)
     : types_(std::min<std::size_t>(types, 64)) {
+  CP_CHECK(nodes.size() <= std::numeric_limits<std::uint32_t>::max(), "FreeOrder: node index past 32 bits");
   all_.resize(clusters * types_);
   single_.resize(clusters * types_);
   cpu_.resize(clusters);
@@ -57,6 +65,7 @@ FreeOrder::FreeOrder(const std::vector<NodeView>& nodes, const std::vector<NodeL
 
 FreeOrder::FreeOrder(std::size_t nodes, std::size_t clusters, std::size_t types, LoadMode mode)
     : types_(std::min<std::size_t>(types, 64)), mode_(mode) {
+  CP_CHECK(nodes <= std::numeric_limits<std::uint32_t>::max(), "FreeOrder: node index past 32 bits");
   all_.resize(clusters * types_);
   single_.resize(clusters * types_);
   cpu_.resize(clusters);
@@ -91,11 +100,12 @@ void FreeOrder::clear() {
 
 FreeOrder::Placed FreeOrder::placed_of(std::size_t node, const NodeView& view, const NodeLoad& load) const {
   Placed p;
-  Wide cpu = static_cast<Wide>(view.alloc_cpu) - cpu_in_use(load, mode_);
-  Wide memory = static_cast<Wide>(view.alloc_memory) - memory_in_use(load, mode_);
+  const std::int64_t cpu = key(static_cast<Wide>(view.alloc_cpu) - cpu_in_use(load, mode_));
+  const std::int64_t memory = key(static_cast<Wide>(view.alloc_memory) - memory_in_use(load, mode_));
   ProjectId holder = holder_of(load);
-  p.gpu = Entry{free_gpus(view, load, mode_), cpu, memory, node, holder};
-  p.cpu = Entry{cpu, memory, 0, node, holder};
+  const auto at = static_cast<std::uint32_t>(node);
+  p.gpu = Entry{key(free_gpus(view, load, mode_)), cpu, memory, at, holder};
+  p.cpu = Entry{cpu, memory, 0, at, holder};
   p.single = holder != kSeveral;
   return p;
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "sched/cycle_state.h"
@@ -22,11 +23,14 @@ class FreeOrder {
   // The node holds GPU work of several projects (a holder for Entry::holder).
   static constexpr ProjectId kSeveral = -2;
 
+  // 32 bytes: an order is walked and shifted on every change of a node, so
+  // its entries are kept small. Figures past 64 bits (no real node has them)
+  // are cut to its bounds: such a node only ties with others, broken by index.
   struct Entry {
-    Wide first = 0;  // GPU orders: free GPUs, cpu, memory; the cpu order: cpu, memory, 0
-    Wide second = 0;
-    Wide third = 0;
-    std::size_t node = 0;
+    std::int64_t first = 0;  // GPU orders: free GPUs, cpu, memory; the cpu order: cpu, memory, 0
+    std::int64_t second = 0;
+    std::int64_t third = 0;
+    std::uint32_t node = 0;
     ProjectId holder = kNoProject;  // the one project with GPU work here, kNoProject, or kSeveral
 
     bool operator<(const Entry& o) const {
