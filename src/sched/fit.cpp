@@ -30,6 +30,10 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   CycleState::Best best = state.best_single(loads, usable, group, request, c.project, group.placement);
   if (best.applies) {
     out.no_node_fits = !best.node;
+    if (best.node && want == Want::kNode) {
+      out.node = best.node;
+      return out;
+    }
     if (best.node) selection.placement = place_on(state, *c.task, request, *best.node, loads);
   } else {
     SelectOptions options;
@@ -50,8 +54,8 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
       gpu_name += type;
       return state.quota().fits(group, gpu_name, request.gpus, request.replicas, c.may_borrow, count_held);
     };
-    const CycleState::TypeFilter filter =
-        want == Want::kPlacement ? CycleState::TypeFilter(type_ok) : CycleState::TypeFilter();
+    const bool where_only = want == Want::kPlacement || want == Want::kNode;
+    const CycleState::TypeFilter filter = where_only ? CycleState::TypeFilter(type_ok) : CycleState::TypeFilter();
     if (auto best =
             state.best_single_per_type(loads, usable, group, request, c.project, group.placement, filter)) {
       out.no_node_fits = best->empty();
@@ -100,7 +104,7 @@ Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext
   Fit first;
   for (std::size_t i = 0; i < c.shapes.size(); ++i) {
     Fit f = fit_shape(state, loads, c, c.shapes[i], count_held, nullptr, want);
-    if (f.placement) return f;
+    if (f.placement || f.node) return f;
     if (i == 0) {
       first = std::move(f);
       continue;

@@ -35,6 +35,9 @@ enum class Blocked { kNo, kQuota, kCapacity };
 
 struct Fit {
   std::optional<Placement> placement;
+  // Asked for Want::kNode: the node of a one-replica fit found in the free
+  // order, in place of its placement (none built).
+  std::optional<std::size_t> node;
   Reasons reasons;
   Blocked blocked = Blocked::kNo;  // of the primary shape
   // Quota admitted it, and no node of the clusters looked at could take even
@@ -44,11 +47,13 @@ struct Fit {
 
 // What a caller reads of a Fit. The what-if questions ask many times and
 // need no words:
+//   kNode       as kPlacement, but a one replica fit from the free order
+//               gives only its node (Fit::node), no Placement;
 //   kPlacement  whether and where it fits, nothing more (blocked and
 //               no_node_fits are not worked out the same way: not to be read);
 //   kWhyNot     also blocked and no_node_fits (the victim search);
 //   kReasons    also the reasons, in words.
-enum class Want { kPlacement, kWhyNot, kReasons };
+enum class Want { kNode, kPlacement, kWhyNot, kReasons };
 
 // One shape. `clusters` narrows the usable clusters (nullptr: all of them).
 Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext& c, const Request& request,

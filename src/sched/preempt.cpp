@@ -231,9 +231,9 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   const std::vector<std::string>* in = blocked == Blocked::kCapacity ? &target : nullptr;
   for (std::size_t i = chosen.size(); i-- > 0;) {
     state.put_back(chosen[i].work, overlay);
-    Fit f = fit_shape(state, overlay, c, request, true, in, Want::kPlacement);
-    if (f.placement) {
-      placed = std::move(f.placement);
+    // Whether it still fits is all this asks: the last fit below says where.
+    Fit f = fit_shape(state, overlay, c, request, true, in, Want::kNode);
+    if (f.placement || f.node) {
       chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
     }

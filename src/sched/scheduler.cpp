@@ -168,6 +168,9 @@ class Cycle {
   Cycle(CycleState& state, const SchedulerConfig& config, Millis now) : state_(state), now_(now), config_(config) {}
 
   Plan run(const std::vector<QueuedTask>& queue, const QueueOrder& order) {
+    // Most of a big queue waits: room for all of it at once, rather than
+    // moving every entry each time the list outgrows its room.
+    plan_.pending.reserve(queue.size());
     for (const QueuedTask* queued : processing_order(queue, order)) one(*queued);
     return std::move(plan_);
   }
@@ -258,11 +261,15 @@ class Cycle {
       return true;
     }
     ModeView free_of_holds(state_, LoadMode::kNoHolds);
-    Fit f = fit_shapes(state_, free_of_holds, c, false, Want::kPlacement);
-    if (!f.placement) return false;
+    Fit f = fit_shapes(state_, free_of_holds, c, false, Want::kNode);
+    if (!f.placement && !f.node) return false;
     std::vector<std::size_t> nodes;
-    for (const auto& r : f.placement->placements) {
-      if (auto i = state_.node_index(f.placement->cluster_id, r.node)) nodes.push_back(*i);
+    if (f.node) {
+      nodes.push_back(*f.node);
+    } else {
+      for (const auto& r : f.placement->placements) {
+        if (auto i = state_.node_index(f.placement->cluster_id, r.node)) nodes.push_back(*i);
+      }
     }
     std::vector<std::string_view> holders;  // views: the state does not change below
     state_.holders_on(nodes, holders);
