@@ -244,6 +244,62 @@ TEST_F(FreeOrderTest, GpuAnyAskedOnlyWhereItFitsSkipsTheTypesQuotaRefusesAndPlac
   EXPECT_GT(types_left_out, 50);
 }
 
+TEST_F(FreeOrderTest, ANodeOnlyFitNamesTheNodeTheFullFitPlacesOnAndBuildsNoPlacement) {
+  // Asked for its node only (Want::kNode: "behind a reservation", a victim
+  // set's drop pass), a one-replica fit from the free order gives the node
+  // index and no Placement; it is the node the full fit places on, as loads
+  // change. Anything else (gangs, gpu/any, before the order is built) still
+  // answers with a placement.
+  group("rg-both", "gpu/nvidia-a100-80gb:40,gpu/nvidia-h100-80gb:40,cpu:4000", {"c1", "c2"});
+  CycleState state(fleet.snapshot);
+  auto clusters = std::make_shared<ClusterFeasibility>();
+  clusters->usable = {"c1", "c2"};
+  int by_node = 0;
+  int by_placement = 0;
+  int none = 0;
+  const std::vector<std::string> asks = {"cpu:4,memory:16Gi,gpu/nvidia-a100-80gb:1", "cpu:8,gpu/nvidia-h100-80gb:2",
+                                         "cpu:2,memory:8Gi", "cpu:4,gpu/any:1"};
+  for (int round = 0; round < 60; ++round) {
+    for (std::size_t a = 0; a < asks.size(); ++a) {
+      Task t;
+      t.id = "k" + std::to_string(round) + "-" + std::to_string(a);
+      t.resource_group = "rg-both";
+      t.project_group = "pg-" + std::to_string(round % 3);
+      t.step.resources = res(asks[a]);
+      t.step.replicas = round % 7 == 6 ? 2 : 1;
+      TaskContext c;
+      c.task = &t;
+      c.group = state.group("rg-both");
+      c.project = state.project(t.project_group);
+      c.clusters = clusters;
+      c.shapes.push_back(*request_of(t));
+      Fit full = fit_shape(state, state, c, c.shapes.front(), true, nullptr, Want::kReasons);
+      Fit node = fit_shape(state, state, c, c.shapes.front(), true, nullptr, Want::kNode);
+      ASSERT_FALSE(node.node && node.placement) << t.id;
+      ASSERT_EQ(node.node || node.placement, full.placement.has_value()) << t.id;
+      if (!full.placement) {
+        ++none;
+        continue;
+      }
+      const std::string want = full.placement->cluster_id + "/" + full.placement->placements.front().node;
+      if (node.node) {
+        ++by_node;
+        EXPECT_EQ(t.step.replicas, 1) << t.id;
+        EXPECT_EQ(asks[a].find("gpu/any"), std::string::npos) << t.id;
+        const NodeView& v = state.nodes()[*node.node];
+        EXPECT_EQ(v.cluster_id() + "/" + v.name(), want) << t.id;
+      } else {
+        ++by_placement;
+        EXPECT_EQ(node.placement->cluster_id + "/" + node.placement->placements.front().node, want) << t.id;
+      }
+      state.commit(t, *full.placement);
+    }
+  }
+  EXPECT_GT(by_node, 30);
+  EXPECT_GT(by_placement, 10);
+  EXPECT_GT(none, 0);
+}
+
 TEST_F(FreeOrderTest, TheBestNodeIsTheOneSelectionPicksFromEveryFeasibleNode) {
   // As built, then after placements and holds change loads (and in a
   // cycle's put-back), the walk finds select_gang's node.
