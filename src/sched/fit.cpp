@@ -59,6 +59,12 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     if (auto best =
             state.best_single_per_type(loads, usable, group, request, c.project, group.placement, filter)) {
       out.no_node_fits = best->empty();
+      if (!best->empty() && want == Want::kNode) {
+        // Every type the walk offered is admitted (the filter above): the
+        // first attempt places, so its node is the answer.
+        out.node = any_single_node(state, request, *best, options);
+        return out;
+      }
       if (!best->empty()) selection = select_any_single(state, group, *c.task, request, *best, options);
     } else {
       std::vector<std::size_t> fit;

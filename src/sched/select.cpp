@@ -196,18 +196,43 @@ Selection select_gang(const CycleState& state, const ResourceGroup& group, const
 }
 
 
+namespace {
+
+// A (cluster, type)'s best node as try_attempts ranks it.
+std::pair<Score, std::size_t> ranked(const CycleState& state, const Request& request, std::size_t node,
+                                     const SelectOptions& options) {
+  const LoadView& score_loads = options.score_loads ? *options.score_loads : *options.loads;
+  return {score_node(options.policy, state.nodes()[node], score_loads.load(node), request, options.project,
+                     score_loads.mode()),
+          node};
+}
+
+}  // namespace
+
 Selection select_any_single(const CycleState& state, const ResourceGroup& group, const Task& task,
                             const Request& request, const std::vector<CycleState::TypedBest>& best,
                             const SelectOptions& options) {
-  const LoadView& score_loads = options.score_loads ? *options.score_loads : *options.loads;
   std::vector<Attempt> attempts;
   attempts.reserve(best.size());
   for (const CycleState::TypedBest& b : best) {
-    const NodeView& node = state.nodes()[b.node];
-    Score s = score_node(options.policy, node, score_loads.load(b.node), request, options.project, score_loads.mode());
-    attempts.push_back(Attempt{b.cluster_rank, b.gpu_type, node.cluster_id(), {}, {s, b.node}, true});
+    attempts.push_back(Attempt{b.cluster_rank, b.gpu_type, state.nodes()[b.node].cluster_id(), {},
+                               ranked(state, request, b.node, options), true});
   }
   return try_attempts(state, group, task, request, attempts, options);
+}
+
+std::optional<std::size_t> any_single_node(const CycleState& state, const Request& request,
+                                           const std::vector<CycleState::TypedBest>& best,
+                                           const SelectOptions& options) {
+  // try_attempts takes the attempts in this order, and with every type
+  // admitted the first one places: its best node is the answer.
+  std::optional<std::pair<Score, std::size_t>> first;
+  for (const CycleState::TypedBest& b : best) {
+    auto r = ranked(state, request, b.node, options);
+    if (!first || r < *first) first = r;
+  }
+  if (!first) return std::nullopt;
+  return first->second;
 }
 
 }  // namespace cp::sched

@@ -47,4 +47,11 @@ Selection select_any_single(const CycleState& state, const ResourceGroup& group,
                             const Request& request, const std::vector<CycleState::TypedBest>& best,
                             const SelectOptions& options);
 
+// The node select_any_single places on when quota admits every type of
+// `best` (a walk filtered by quota, as Want::kNode asks), without a
+// placement; nullopt when `best` is empty.
+std::optional<std::size_t> any_single_node(const CycleState& state, const Request& request,
+                                           const std::vector<CycleState::TypedBest>& best,
+                                           const SelectOptions& options);
+
 }  // namespace cp::sched
