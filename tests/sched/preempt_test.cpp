@@ -150,6 +150,26 @@ TEST_F(PreemptTest, TheSmallestSetIsChosenAndUnneededVictimsAreDropped) {
   EXPECT_EQ(victims(plan), std::vector<std::string>{"big"}) << describe(plan);
 }
 
+TEST_F(PreemptTest, AVictimNeededForQuotaIsKeptThoughItRunsOffTheChosenNode) {
+  // rg-b is at its cpu quota of 32 with two cpu-only batch tasks on n1, whose
+  // GPUs rg-c's inference work holds; u1 (4 GPUs, 16 cpu) can only go to n2.
+  // One victim gives back the cpu it needs, and stays in the set even though
+  // it runs on another node than u1's: the drop pass asks quota too.
+  group("rg-b", "cpu:32,gpu/nvidia-a100-80gb:8", {"c1"});
+  group("rg-c", "gpu/nvidia-a100-80gb:8", {"c1"});
+  RunningWork& held = fleet.running("held", "rg-c", "c1", "gpu/nvidia-a100-80gb:8", {{0, "n1", {0, 1, 2, 3, 4, 5, 6, 7}}});
+  held.priority = 1000;
+  held.preemptible = false;
+  fleet.running("v-late", "rg-b", "c1", "cpu:16", {{0, "n1", {}}}).started_at = kT0 - 1 * kMinute;
+  fleet.running("v-early", "rg-b", "c1", "cpu:16", {{0, "n1", {}}}).started_at = kT0 - 50 * kMinute;
+  queue.task("u1", "rg-b", "cpu:16,gpu/nvidia-a100-80gb:4").priority_class("urgent", 1000).queued_at(kT0 - 3600'000);
+  Plan plan = run();
+  EXPECT_EQ(victims(plan), std::vector<std::string>{"v-late"}) << describe(plan);
+  ASSERT_EQ(plan.preemptions.size(), 1u) << describe(plan);
+  const PendingReason& r = reason(plan, "u1");
+  EXPECT_EQ(r.code, kReasonPreemptionGrace) << describe(plan);
+}
+
 TEST_F(PreemptTest, ALowerPriorityIsNeverPreemptedForAnEqualOne) {
   group("rg-b", "gpu/nvidia-a100-80gb:32", {"c1"});
   batch("b1", "n1").priority = 1000;
