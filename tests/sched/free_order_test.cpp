@@ -179,6 +179,32 @@ class FreeOrderTest : public ::testing::Test {
   int fitting_compared = 0;
   int any_compared = 0;
 
+  // Both clusters usable, as prepare() would say for a plain task.
+  static std::shared_ptr<const ClusterFeasibility> both_clusters() {
+    auto clusters = std::make_shared<ClusterFeasibility>();
+    clusters->usable = {"c1", "c2"};
+    return clusters;
+  }
+
+  // A one-shape task of `group` asking `resources` (per replica), on both
+  // clusters, as fit_shape takes it: `t` must outlive the context.
+  static TaskContext context_for(CycleState& state, Task& t, const std::string& id, const std::string& group,
+                                 const std::string& project, std::string_view resources,
+                                 std::shared_ptr<const ClusterFeasibility> clusters, int replicas = 1) {
+    t.id = id;
+    t.resource_group = group;
+    t.project_group = project;
+    t.step.resources = res(resources);
+    t.step.replicas = replicas;
+    TaskContext c;
+    c.task = &t;
+    c.group = state.group(group);
+    c.project = state.project(project);
+    c.clusters = std::move(clusters);
+    c.shapes.push_back(*request_of(t));
+    return c;
+  }
+
   Fleet fleet;
 };
 
@@ -190,8 +216,7 @@ TEST_F(FreeOrderTest, GpuAnyAskedOnlyWhereItFitsSkipsTheTypesQuotaRefusesAndPlac
   group("rg-h100", "gpu/nvidia-h100-80gb:24,cpu:4000", {"c1", "c2"});
   group("rg-few", "gpu/nvidia-a100-80gb:6,gpu/nvidia-h100-80gb:3,cpu:4000", {"c1", "c2"});
   CycleState state(fleet.snapshot);
-  auto clusters = std::make_shared<ClusterFeasibility>();
-  clusters->usable = {"c1", "c2"};
+  const auto clusters = both_clusters();
   int compared = 0;
   int placed = 0;
   int types_left_out = 0;
@@ -199,16 +224,9 @@ TEST_F(FreeOrderTest, GpuAnyAskedOnlyWhereItFitsSkipsTheTypesQuotaRefusesAndPlac
     for (const std::string group_name : {"rg-h100", "rg-few"}) {
       for (int gpus : {1, 2, 4}) {
         Task t;
-        t.id = "t" + std::to_string(round) + "-" + group_name + "-" + std::to_string(gpus);
-        t.resource_group = group_name;
-        t.project_group = "pg-" + std::to_string(round % 3);
-        t.step.resources = res("cpu:4,memory:16Gi,gpu/any:" + std::to_string(gpus));
-        TaskContext c;
-        c.task = &t;
-        c.group = state.group(group_name);
-        c.project = state.project(t.project_group);
-        c.clusters = clusters;
-        c.shapes.push_back(*request_of(t));
+        TaskContext c = context_for(state, t, "t" + std::to_string(round) + "-" + group_name + "-" + std::to_string(gpus),
+                                    group_name, "pg-" + std::to_string(round % 3),
+                                    "cpu:4,memory:16Gi,gpu/any:" + std::to_string(gpus), clusters);
         Fit full = fit_shape(state, state, c, c.shapes.front(), true, nullptr, Want::kReasons);
         Fit only = fit_shape(state, state, c, c.shapes.front(), true, nullptr, Want::kPlacement);
         ++compared;
@@ -252,54 +270,43 @@ TEST_F(FreeOrderTest, ANodeOnlyFitNamesTheNodeTheFullFitPlacesOnAndBuildsNoPlace
   // and fits before the order is built, still answer with a placement.
   group("rg-both", "gpu/nvidia-a100-80gb:40,gpu/nvidia-h100-80gb:40,cpu:4000", {"c1", "c2"});
   CycleState state(fleet.snapshot);
-  auto clusters = std::make_shared<ClusterFeasibility>();
-  clusters->usable = {"c1", "c2"};
-  int by_node = 0;
-  int any_by_node = 0;
-  int by_placement = 0;
-  int none = 0;
+  const auto clusters = both_clusters();
+  struct {
+    int by_node = 0, any_by_node = 0, by_placement = 0, none = 0;
+  } seen;
   const std::vector<std::string> asks = {"cpu:4,memory:16Gi,gpu/nvidia-a100-80gb:1", "cpu:8,gpu/nvidia-h100-80gb:2",
                                          "cpu:2,memory:8Gi", "cpu:4,gpu/any:1"};
   for (int round = 0; round < 60; ++round) {
     for (std::size_t a = 0; a < asks.size(); ++a) {
       Task t;
-      t.id = "k" + std::to_string(round) + "-" + std::to_string(a);
-      t.resource_group = "rg-both";
-      t.project_group = "pg-" + std::to_string(round % 3);
-      t.step.resources = res(asks[a]);
-      t.step.replicas = round % 7 == 6 ? 2 : 1;
-      TaskContext c;
-      c.task = &t;
-      c.group = state.group("rg-both");
-      c.project = state.project(t.project_group);
-      c.clusters = clusters;
-      c.shapes.push_back(*request_of(t));
+      TaskContext c = context_for(state, t, "k" + std::to_string(round) + "-" + std::to_string(a), "rg-both",
+                                  "pg-" + std::to_string(round % 3), asks[a], clusters, round % 7 == 6 ? 2 : 1);
       Fit full = fit_shape(state, state, c, c.shapes.front(), true, nullptr, Want::kReasons);
       Fit node = fit_shape(state, state, c, c.shapes.front(), true, nullptr, Want::kNode);
       ASSERT_FALSE(node.node && node.placement) << t.id;
       ASSERT_EQ(node.node || node.placement, full.placement.has_value()) << t.id;
       if (!full.placement) {
-        ++none;
+        ++seen.none;
         continue;
       }
       const std::string want = full.placement->cluster_id + "/" + full.placement->placements.front().node;
       if (node.node) {
-        ++by_node;
+        ++seen.by_node;
         EXPECT_EQ(t.step.replicas, 1) << t.id;
-        if (asks[a].find("gpu/any") != std::string::npos) ++any_by_node;
+        if (asks[a].find("gpu/any") != std::string::npos) ++seen.any_by_node;
         const NodeView& v = state.nodes()[*node.node];
         EXPECT_EQ(v.cluster_id() + "/" + v.name(), want) << t.id;
       } else {
-        ++by_placement;
+        ++seen.by_placement;
         EXPECT_EQ(node.placement->cluster_id + "/" + node.placement->placements.front().node, want) << t.id;
       }
       state.commit(t, *full.placement);
     }
   }
-  EXPECT_GT(by_node, 30);
-  EXPECT_GT(any_by_node, 5);
-  EXPECT_GT(by_placement, 10);
-  EXPECT_GT(none, 0);
+  EXPECT_GT(seen.by_node, 30);
+  EXPECT_GT(seen.any_by_node, 5);
+  EXPECT_GT(seen.by_placement, 10);
+  EXPECT_GT(seen.none, 0);
 }
 
 TEST_F(FreeOrderTest, TheBestNodeIsTheOneSelectionPicksFromEveryFeasibleNode) {
