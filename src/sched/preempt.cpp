@@ -232,35 +232,31 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   // One replica of one GPU type (or none): the node it last fitted on. A
   // victim back elsewhere leaves that node's load as it was, so where quota
   // still admits the task it still fits there: no fit to ask.
-  std::optional<std::size_t> on;
-  auto one_node = [&](const Fit& f) -> std::optional<std::size_t> {
+  auto one_node = [&](std::optional<std::size_t> node,
+                      const std::optional<Placement>& placement) -> std::optional<std::size_t> {
     if (request.replicas != 1 || request.any_gpu()) return std::nullopt;
-    if (f.node) return f.node;
-    if (f.placement && f.placement->placements.size() == 1) {
-      return state.node_index(f.placement->cluster_id, f.placement->placements.front().node);
+    if (node) return node;
+    if (placement && placement->placements.size() == 1) {
+      return state.node_index(placement->cluster_id, placement->placements.front().node);
     }
     return std::nullopt;
   };
-  if (request.replicas == 1 && !request.any_gpu() && placed->placements.size() == 1) {
-    on = state.node_index(placed->cluster_id, placed->placements.front().node);
-  }
+  std::optional<std::size_t> on = one_node(std::nullopt, placed);
   auto off_node = [&](std::size_t w) {
     const auto nodes = state.running_nodes(w);
     return std::none_of(nodes.begin(), nodes.end(), [&](const std::optional<std::size_t>& i) { return i == on; });
   };
-  std::optional<Resources> without_any;
-  const Resources& typed = request.typed(without_any);
   for (std::size_t i = chosen.size(); i-- > 0;) {
     state.put_back(chosen[i].work, overlay);
-    if (on && off_node(chosen[i].work) &&
-        state.quota().fits(*c.group, typed, request.replicas, c.may_borrow, true)) {
+    // Quota as fit_shape asks it first (nothing more taken out).
+    if (on && off_node(chosen[i].work) && quota_admits_without(state, c, request, {})) {
       chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
     }
     // Whether it still fits is all this asks: the last fit below says where.
     Fit f = fit_shape(state, overlay, c, request, true, in, Want::kNode);
     if (f.placement || f.node) {
-      on = one_node(f);
+      on = one_node(f.node, f.placement);
       chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
       continue;
     }

@@ -6,7 +6,6 @@
 #include <set>
 #include <span>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -49,6 +48,27 @@ Denominators denominators(const ResourceGroup* group) {
   }
   return out;
 }
+
+// What comes_before compares, read once from a task (the id only on a tie):
+// sorts and merges compare these side by side rather than reading tasks
+// that lie far apart in memory at every comparison.
+struct OrderKey {
+  int priority = 0;
+  Millis queued_at = 0;
+  Millis created_at = 0;
+  const QueuedTask* q = nullptr;
+
+  static OrderKey of(const QueuedTask& q) { return {q.task.priority, q.task.queued_at, q.task.created_at, &q}; }
+  // < 0 when a goes first: priority descending, then submit time, creation
+  // time and id ascending.
+  friend int compare(const OrderKey& a, const OrderKey& b) {
+    if (a.priority != b.priority) return a.priority > b.priority ? -1 : 1;
+    if (a.queued_at != b.queued_at) return a.queued_at < b.queued_at ? -1 : 1;
+    if (a.created_at != b.created_at) return a.created_at < b.created_at ? -1 : 1;
+    return a.q->task.id.compare(b.q->task.id);
+  }
+  friend bool operator<(const OrderKey& a, const OrderKey& b) { return compare(a, b) < 0; }
+};
 
 // Amounts held, as doubles for the share arithmetic: amounts[i] is of denom.names[i].
 using Amounts = std::vector<double>;
@@ -193,32 +213,13 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
 
 }  // namespace
 
-bool comes_before(const QueuedTask& a, const QueuedTask& b) {
-  const Task& x = a.task;
-  const Task& y = b.task;
-  // Priority descending: compare y's priority to x's.
-  return std::tie(y.priority, x.queued_at, x.created_at, x.id) < std::tie(x.priority, y.queued_at, y.created_at, y.id);
-}
+bool comes_before(const QueuedTask& a, const QueuedTask& b) { return OrderKey::of(a) < OrderKey::of(b); }
 
 void PriorityOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
-  // Sorted by keys read once, side by side, rather than from each task
-  // again at every comparison (tasks lie far apart in memory); the id only
-  // on a tie, as comes_before.
-  struct Keyed {
-    int priority;
-    Millis queued_at;
-    Millis created_at;
-    const QueuedTask* q;
-  };
-  std::vector<Keyed> keyed;
+  std::vector<OrderKey> keyed;
   keyed.reserve(tasks.size());
-  for (const QueuedTask* q : tasks) keyed.push_back({q->task.priority, q->task.queued_at, q->task.created_at, q});
-  std::sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
-    if (a.priority != b.priority) return a.priority > b.priority;
-    if (a.queued_at != b.queued_at) return a.queued_at < b.queued_at;
-    if (a.created_at != b.created_at) return a.created_at < b.created_at;
-    return a.q->task.id < b.q->task.id;
-  });
+  for (const QueuedTask* q : tasks) keyed.push_back(OrderKey::of(*q));
+  std::sort(keyed.begin(), keyed.end());
   for (std::size_t i = 0; i < tasks.size(); ++i) tasks[i] = keyed[i].q;
 }
 
@@ -319,37 +320,25 @@ std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& q
   for (auto& [name, tasks] : groups) order.sort_group(tasks);
 
   // Merge the groups by their heads; on a full tie the group earlier by name
-  // wins. A cursor keeps its head's sort figures, so the heap compares
-  // numbers and reads a task only on a tie (its id) or when it becomes a head.
+  // wins. A cursor keeps its head's key, so the heap compares numbers and
+  // reads a task only on a tie (its id) or when it becomes a head.
   struct Cursor {
-    int priority;
-    Millis queued_at;
-    Millis created_at;
+    OrderKey head;
     const std::vector<const QueuedTask*>* tasks;
     std::size_t next;
     std::size_t rank;  // the group's position by name
-    void read() {
-      const Task& t = (*tasks)[next]->task;
-      priority = t.priority;
-      queued_at = t.queued_at;
-      created_at = t.created_at;
-    }
+    void read() { head = OrderKey::of(*(*tasks)[next]); }
   };
   // a's head goes after b's: comes_before(b's head, a's head), then the rank.
   auto later = [](const Cursor& a, const Cursor& b) {
-    if (a.priority != b.priority) return a.priority < b.priority;
-    if (a.queued_at != b.queued_at) return a.queued_at > b.queued_at;
-    if (a.created_at != b.created_at) return a.created_at > b.created_at;
-    const std::string& x = (*a.tasks)[a.next]->task.id;
-    const std::string& y = (*b.tasks)[b.next]->task.id;
-    if (x != y) return y < x;
-    return a.rank > b.rank;
+    const int c = compare(b.head, a.head);
+    return c != 0 ? c < 0 : a.rank > b.rank;
   };
   std::vector<Cursor> heap;
   heap.reserve(groups.size());
   std::size_t rank = 0;
   for (const auto& [name, tasks] : groups) {
-    heap.push_back({0, 0, 0, &tasks, 0, rank++});
+    heap.push_back({{}, &tasks, 0, rank++});
     heap.back().read();
   }
   std::make_heap(heap.begin(), heap.end(), later);
