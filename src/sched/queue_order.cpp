@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sched/prefetch.h"
+
 namespace cp::sched {
 namespace {
 
@@ -146,6 +148,8 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   const std::vector<const QueuedTask*> run(first, last);
   std::vector<double> adds(run.size() * width, 0.0);
   for (std::size_t k = 0; k < run.size(); ++k) {
+    if (k + 4 < run.size()) prefetch::holders(run[k + 4]->task);
+    if (k + 2 < run.size()) prefetch::holder_names(run[k + 2]->task);
     const Task& t = run[k]->task;
     auto [p, new_project] = project_at.try_emplace(t.project_group, projects.size());
     if (new_project) projects.push_back({held_now(by_project, t.project_group), {}});
@@ -218,7 +222,11 @@ bool comes_before(const QueuedTask& a, const QueuedTask& b) { return OrderKey::o
 void PriorityOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
   std::vector<OrderKey> keyed;
   keyed.reserve(tasks.size());
-  for (const QueuedTask* q : tasks) keyed.push_back(OrderKey::of(*q));
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    // A group's tasks lie far apart: the ones after this are fetched meanwhile.
+    if (i + 4 < tasks.size()) prefetch::order_fields(tasks[i + 4]->task);
+    keyed.push_back(OrderKey::of(*tasks[i]));
+  }
   std::sort(keyed.begin(), keyed.end());
   for (std::size_t i = 0; i < tasks.size(); ++i) tasks[i] = keyed[i].q;
 }

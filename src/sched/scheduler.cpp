@@ -14,6 +14,7 @@
 #include "sched/feasible.h"
 #include "sched/fit.h"
 #include "sched/preempt.h"
+#include "sched/prefetch.h"
 #include "sched/queue_order.h"
 #include "sched/reasons.h"
 #include "sched/request.h"
@@ -171,7 +172,13 @@ class Cycle {
     // Most of a big queue waits: room for all of it at once, rather than
     // moving every entry each time the list outgrows its room.
     plan_.pending.reserve(queue.size());
-    for (const QueuedTask* queued : processing_order(queue, order)) one(*queued);
+    const std::vector<const QueuedTask*> tasks = processing_order(queue, order);
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (i + 3 < tasks.size()) prefetch::lines(*tasks[i + 3]);
+      if (i + 2 < tasks.size()) prefetch::heap(tasks[i + 2]->task);
+      if (i + 1 < tasks.size()) prefetch::names(tasks[i + 1]->task);
+      one(*tasks[i]);
+    }
     return std::move(plan_);
   }
 
