@@ -192,6 +192,8 @@ std::string Resources::gpu_type() const {
 }
 
 Resources& Resources::operator+=(const Resources& o) {
+  // Amounts sit in one array that set() may move: never walk it while setting.
+  if (&o == this) return *this += Resources(o);
   for (const auto& [k, v] : o.amounts_) {
     std::int64_t sum = 0;
     CP_CHECK(!__builtin_add_overflow(get(k), v, &sum), "resource overflow");
@@ -201,6 +203,7 @@ Resources& Resources::operator+=(const Resources& o) {
 }
 
 Resources& Resources::operator-=(const Resources& o) {
+  if (&o == this) return *this -= Resources(o);
   for (const auto& [k, v] : o.amounts_) {
     std::int64_t diff = 0;
     CP_CHECK(!__builtin_sub_overflow(get(k), v, &diff), "resource overflow");

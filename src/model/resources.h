@@ -7,9 +7,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
+
+#include <boost/container/flat_map.hpp>
 
 #include "common/json.h"
 #include "common/result.h"
@@ -61,12 +62,16 @@ class Resources {
   std::vector<std::string> exceeding(const Resources& limit) const;
   bool empty() const { return amounts_.empty(); }
   bool any_negative() const;
-  const std::map<std::string, std::int64_t, std::less<>>& amounts() const { return amounts_; }
+  // By name, in name order, side by side in one array (a task's few amounts
+  // are read in a few cache lines, not a tree node each). Valid until this
+  // Resources next changes.
+  using Amounts = boost::container::flat_map<std::string, std::int64_t, std::less<>>;
+  const Amounts& amounts() const { return amounts_; }
   // "cpu=2, memory=4Gi, gpu/a100=8"
   std::string to_string() const;
 
  private:
-  std::map<std::string, std::int64_t, std::less<>> amounts_;
+  Amounts amounts_;
 };
 
 void cp_to_json(json::value& out, const Resources& r);

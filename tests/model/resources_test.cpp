@@ -133,6 +133,33 @@ TEST(Resources, JsonRoundTrip) {
   EXPECT_EQ(back, r);
 }
 
+TEST(Resources, ArithmeticKeepsNameOrderAndDropsZeroes) {
+  // Amounts stay in name order whatever order they are set in; an amount
+  // that comes to 0 is gone; adding or taking a value from itself reads it
+  // whole first (its amounts sit in one array that setting may move).
+  Resources r;
+  r.set("memory", 4);
+  r.set("gpu/l40s", 1);
+  r.set("cpu", 2);
+  r.set("gpu/a100", 3);
+  std::vector<std::string> names;
+  for (const auto& [name, amount] : r.amounts()) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu", "gpu/a100", "gpu/l40s", "memory"}));
+  EXPECT_EQ(r.gpus(), 4);
+  EXPECT_EQ(r.gpu_type(), "a100");
+
+  r += r;
+  EXPECT_EQ(r.get("cpu"), 4);
+  EXPECT_EQ(r.get("memory"), 8);
+  EXPECT_EQ(r.get("gpu/a100"), 6);
+  EXPECT_EQ(r.get("gpu/l40s"), 2);
+  r -= Resources::parse_or_die("gpu/a100:6");
+  EXPECT_EQ(r.amounts().size(), 3u);
+  EXPECT_EQ(r.gpu_type(), "l40s");
+  r -= r;
+  EXPECT_TRUE(r.empty());
+}
+
 TEST(Resources, JsonDecodeNamesTheBadField) {
   // A bad amount inside a resource map is reported with its field path.
   Resources r;
