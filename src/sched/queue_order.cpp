@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/string_hash.h"
 #include "sched/prefetch.h"
 
 namespace cp::sched {
@@ -107,7 +108,10 @@ std::string user_key(std::string_view project, std::string_view user) {
 // Projects and users are numbered as they are first seen and kept in flat
 // vectors: the answer does not depend on their order (every choice below
 // breaks ties with comes_before, a total order), and a big queue asks for
-// the next user of a project twice for every task.
+// the next user of a project twice for every task. The run is in
+// comes_before order, so a task's position in it says the same as
+// comes_before: ties are broken by positions, without reading the tasks
+// (which lie far apart in memory) again.
 void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const QueuedTask*>::iterator last,
               const Denominators& denom, const FairShareOrder::Held* by_project,
               const FairShareOrder::Held* by_user) {
@@ -121,17 +125,14 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   struct Project {
     std::size_t held;
     std::vector<std::size_t> users;  // positions in `users`
+    StringMap<std::size_t> user_at;  // by user name: its position in `users`
   };
   std::vector<double> amounts;  // every project's and user's held amounts, `width` each
   std::vector<Project> projects;
   std::vector<User> users;
-  std::unordered_map<std::string_view, std::size_t> project_at;  // views of the queue's strings
-  struct UserKeyHash {
-    std::size_t operator()(const std::pair<std::size_t, std::string_view>& k) const {
-      return std::hash<std::string_view>{}(k.second) * 31 + k.first;
-    }
-  };
-  std::unordered_map<std::pair<std::size_t, std::string_view>, std::size_t, UserKeyHash> user_at;
+  // Names copied: a lookup compares with a key at hand, not with a string
+  // of the task that first named the project, far away in the queue.
+  StringMap<std::size_t> project_at;
   auto held_at = [&](std::size_t at) { return std::span<double>(amounts).subspan(at, width); };
   // Amounts of a new holder: what it holds now (zero when nothing), appended.
   auto held_now = [&](const FairShareOrder::Held* table, std::string_view key) {
@@ -151,26 +152,31 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     if (k + 4 < run.size()) prefetch::holders(run[k + 4]->task);
     if (k + 2 < run.size()) prefetch::holder_names(run[k + 2]->task);
     const Task& t = run[k]->task;
-    auto [p, new_project] = project_at.try_emplace(t.project_group, projects.size());
-    if (new_project) projects.push_back({held_now(by_project, t.project_group), {}});
-    auto [u, new_user] = user_at.try_emplace({p->second, t.user}, users.size());
-    if (new_user) {
+    auto p = project_at.find(t.project_group);
+    if (p == project_at.end()) {
+      p = project_at.emplace(t.project_group, projects.size()).first;
+      projects.push_back({held_now(by_project, t.project_group), {}, {}});
+    }
+    Project& project = projects[p->second];
+    auto u = project.user_at.find(t.user);
+    if (u == project.user_at.end()) {
+      u = project.user_at.emplace(t.user, users.size()).first;
       const std::size_t held = held_now(by_user, user_key(t.project_group, t.user));
       users.push_back({held, dominant_at(held), {}, 0});
-      projects[p->second].users.push_back(u->second);
+      project.users.push_back(u->second);
     }
     users[u->second].tasks.push_back(k);
     amounts_of(t, denom, std::span<double>(adds).subspan(k * width, width));
   }
-  auto head = [&](const User& u) { return run[u.tasks[u.next]]; };
+  // A user's next task, as its position in the run.
+  auto head = [&](const User& u) { return u.tasks[u.next]; };
   // The user of a project to go next: smallest share, then earliest head.
   auto next_user = [&](const Project& p) -> User* {
     User* best = nullptr;
     for (std::size_t i : p.users) {
       User& u = users[i];
       if (u.next == u.tasks.size()) continue;
-      if (best == nullptr || u.share < best->share ||
-          (u.share == best->share && comes_before(*head(u), *head(*best)))) {
+      if (best == nullptr || u.share < best->share || (u.share == best->share && head(u) < head(*best))) {
         best = &u;
       }
     }
@@ -179,12 +185,12 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   // Projects in a heap keyed by (share, head task): recomputed when popped.
   struct Entry {
     double share;
-    const QueuedTask* head;
+    std::size_t head;  // position in the run
     std::size_t project;
   };
   auto later = [](const Entry& a, const Entry& b) {
     if (a.share != b.share) return a.share > b.share;
-    return comes_before(*b.head, *a.head);
+    return b.head < a.head;
   };
   std::vector<Entry> heap;
   heap.reserve(projects.size());
