@@ -8,6 +8,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <boost/unordered/unordered_flat_map.hpp>
+
 namespace cp {
 
 struct StringHash {
@@ -17,5 +19,12 @@ struct StringHash {
 
 template <class T>
 using StringMap = std::unordered_map<std::string, T, StringHash, std::equal_to<>>;
+
+// The same in one open-addressed array (Boost's unordered_flat_map): a
+// lookup reads one slot group and the key, not a bucket, a node and the key
+// apart in memory. An insert may move every entry: no reference to an entry
+// is kept across one.
+template <class T>
+using FlatStringMap = boost::unordered_flat_map<std::string, T, StringHash, std::equal_to<>>;
 
 }  // namespace cp

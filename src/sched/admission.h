@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/string_hash.h"
 #include "model/types.h"
 #include "sched/scheduler.h"
 #include "sched/tally.h"
@@ -209,7 +210,7 @@ class QuotaBook {
   void each_refusal(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
                     bool count_held, F&& refused) const;
   // Reasons worded by refusals(), by their figures (a byte key); dropped by begin_undo().
-  mutable std::unordered_map<std::string, Reasons::Shared> worded_;
+  mutable FlatStringMap<Reasons::Shared> worded_;
 
   std::deque<std::string> resource_names_;                // by id
   std::unordered_map<std::string_view, int> resource_ids_;  // views of resource_names_

@@ -453,14 +453,14 @@ class Cycle {
   std::unordered_map<std::string_view, int> reservations_;  // views of the snapshot's group names
   std::unordered_map<std::string_view, int> reservation_tries_;
   // Found by a view of key_ (no string built per task: transparent hash).
-  StringMap<Failed> failed_;
+  FlatStringMap<Failed> failed_;
   std::string key_;
   GroupClusters plain_clusters_;
   PinnedClusters pinned_clusters_;
   // "Behind reservation" reasons by who the room is held for: the reason
   // says no more than that, and most blocked tasks of a group wait behind
   // the same one or two.
-  std::unordered_map<std::string, Reasons::Shared> behind_reasons_;
+  FlatStringMap<Reasons::Shared> behind_reasons_;
   Plan plan_;
 };
 

@@ -22,5 +22,19 @@ TEST(StringMapTest, AViewFindsTheEntryItsStringMadeAndNothingElse) {
   EXPECT_EQ(StringHash{}(std::string("rg-a")), StringHash{}(std::string_view("rg-a")));
 }
 
+TEST(StringMapTest, TheFlatMapFindsByViewsToo) {
+  // FlatStringMap: the same lookups by view, and every entry still found
+  // after inserts have moved them all (a thousand keys, many rehashes).
+  FlatStringMap<int> m;
+  for (int i = 0; i < 1000; ++i) m.emplace("class-" + std::to_string(i), i);
+  const std::string text = "class-417/class-9";
+  auto a = m.find(std::string_view(text).substr(0, 9));
+  ASSERT_NE(a, m.end());
+  EXPECT_EQ(a->second, 417);
+  EXPECT_EQ(m.find(std::string_view(text).substr(10))->second, 9);
+  EXPECT_EQ(m.find(std::string_view("class-1000")), m.end());
+  for (int i = 0; i < 1000; i += 111) EXPECT_EQ(m.find("class-" + std::to_string(i))->second, i);
+}
+
 }  // namespace
 }  // namespace cp
