@@ -91,10 +91,12 @@ NodeView view_of(const Node& node) {
   if (node.gpus.empty()) {
     // Bounded: an agent reporting an absurd GPU count must not make the
     // scheduler allocate it; past the bound, free_gpus() is limited by indices.
+    v.gpu_indices.reserve(static_cast<std::size_t>(std::clamp<std::int64_t>(v.gpu_capacity, 0, kMaxGpuIndices)));
     for (std::int64_t i = 0; i < std::min<std::int64_t>(v.gpu_capacity, kMaxGpuIndices); ++i) {
       v.gpu_indices.push_back(static_cast<int>(i));
     }
   } else {
+    v.gpu_indices.reserve(node.gpus.size());
     for (const auto& g : node.gpus) v.gpu_indices.push_back(g.index);
     std::sort(v.gpu_indices.begin(), v.gpu_indices.end());
     v.gpu_indices.erase(std::unique(v.gpu_indices.begin(), v.gpu_indices.end()), v.gpu_indices.end());
@@ -259,13 +261,26 @@ CycleState::CycleState(const Snapshot& snapshot, const std::vector<const Node*>&
   kinds_ = gpu_type_ids_.size() + 2;
   bucket_changed_.assign(cluster_rank_.size() * kinds_, 0);
   node_at_.reserve(nodes_.size());
+  // Nodes come cluster by cluster: a cluster's range and its lists by type
+  // are found once per cluster, then appended to while its nodes last.
+  std::pair<std::size_t, std::size_t>* range = nullptr;
+  std::vector<std::pair<std::string_view, std::vector<std::size_t>*>> by_type;  // of the cluster at hand
+  auto of_type = [&](std::string_view cluster, std::string_view type) -> std::vector<std::size_t>& {
+    for (auto& [t, list] : by_type) {
+      if (t == type) return *list;
+    }
+    return *by_type.emplace_back(type, &nodes_by_type_[{cluster, type}]).second;
+  };
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    node_at_.emplace(std::pair<std::string_view, std::string_view>(nodes_[i].cluster_id(), nodes_[i].name()), i);
-    auto [it, added] = node_range_.try_emplace(nodes_[i].cluster_id(), i, i + 1);
-    if (!added) it->second.second = i + 1;
     const NodeView& v = nodes_[i];
-    for (std::string_view type : v.gpu_types) nodes_by_type_[{v.cluster_id(), type}].push_back(i);
-    if (v.has_gpus()) nodes_by_type_[{v.cluster_id(), "any"}].push_back(i);
+    node_at_.emplace(std::pair<std::string_view, std::string_view>(v.cluster_id(), v.name()), i);
+    if (range == nullptr || v.cluster_id() != nodes_[i - 1].cluster_id()) {
+      range = &node_range_.try_emplace(v.cluster_id(), i, i).first->second;
+      by_type.clear();
+    }
+    range->second = i + 1;
+    for (std::string_view type : v.gpu_types) of_type(v.cluster_id(), type).push_back(i);
+    if (v.has_gpus()) of_type(v.cluster_id(), "any").push_back(i);
   }
 
   running_ = std::move(running);

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include "sched/admission.h"
 #include "sched/gpu_set.h"
@@ -539,7 +540,7 @@ class CycleState final : public LoadView {
       return h ^ (std::hash<std::string_view>{}(k.second) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
     }
   };
-  std::unordered_map<std::pair<std::string_view, std::string_view>, std::size_t, NodeKeyHash> node_at_;
+  boost::unordered_flat_map<std::pair<std::string_view, std::string_view>, std::size_t, NodeKeyHash> node_at_;
   // (cluster, type) -> nodes
   std::map<std::pair<std::string_view, std::string_view>, std::vector<std::size_t>> nodes_by_type_;
 };
