@@ -32,6 +32,7 @@
 #include <boost/container/small_vector.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 
+#include "common/string_hash.h"
 #include "sched/admission.h"
 #include "sched/gpu_set.h"
 #include "sched/request.h"
@@ -528,8 +529,8 @@ class CycleState final : public LoadView {
   std::set<std::size_t> nodes_with_holds_;
   std::vector<std::vector<std::size_t>> holds_by_cluster_;  // the same, by cluster rank
   void held_on(std::size_t node);
-  std::map<std::size_t, std::vector<std::string>> node_holders_;
-  std::map<std::string, std::vector<std::string>, std::less<>> quota_holders_;
+  boost::unordered_flat_map<std::size_t, std::vector<std::string>> node_holders_;
+  FlatStringMap<std::vector<std::string>> quota_holders_;
   std::vector<std::size_t> none_;
   std::map<std::string, std::pair<std::size_t, std::size_t>, std::less<>> node_range_;
   // (cluster id, node name) -> index: looked up for every replica of every

@@ -151,6 +151,7 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   for (std::size_t k = 0; k < run.size(); ++k) {
     if (k + 4 < run.size()) prefetch::holders(run[k + 4]->task);
     if (k + 2 < run.size()) prefetch::holder_names(run[k + 2]->task);
+    if (k + 1 < run.size()) prefetch::names(run[k + 1]->task);
     const Task& t = run[k]->task;
     auto p = project_at.find(t.project_group);
     if (p == project_at.end()) {
