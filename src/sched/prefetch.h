@@ -26,8 +26,8 @@ inline void order_fields(const Task& t) {
   __builtin_prefetch(&t.created_at);
 }
 
-// What fair_run reads of a task (then holder_names(), two tasks later): its holders'
-// strings and its amounts.
+// What fair_run reads of a task (then holder_names(), two tasks later): its
+// holders' strings and its amounts.
 inline void holders(const Task& t) {
   __builtin_prefetch(&t.project_group);
   __builtin_prefetch(&t.user);
@@ -47,7 +47,7 @@ inline void lines(const QueuedTask& q) {
 }
 
 // Stage 2 (reads the struct): the bytes of the strings the cycle reads, and
-// the first and last nodes of the amounts.
+// the first and last entries of the amounts (one array, see Resources).
 inline void heap(const Task& t) {
   for (const std::string* s : {&t.id, &t.project_group, &t.resource_group, &t.user, &t.priority_class}) {
     __builtin_prefetch(s->data());
@@ -59,7 +59,7 @@ inline void heap(const Task& t) {
   }
 }
 
-// Stage 3 (reads the amounts' nodes): the bytes of the resource names.
+// Stage 3 (reads the amounts' entries): the bytes of the resource names.
 inline void names(const Task& t) {
   for (const auto& [name, amount] : t.step.resources.amounts()) __builtin_prefetch(name.data());
 }
