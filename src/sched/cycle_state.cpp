@@ -91,8 +91,9 @@ NodeView view_of(const Node& node) {
   if (node.gpus.empty()) {
     // Bounded: an agent reporting an absurd GPU count must not make the
     // scheduler allocate it; past the bound, free_gpus() is limited by indices.
-    v.gpu_indices.reserve(static_cast<std::size_t>(std::clamp<std::int64_t>(v.gpu_capacity, 0, kMaxGpuIndices)));
-    for (std::int64_t i = 0; i < std::min<std::int64_t>(v.gpu_capacity, kMaxGpuIndices); ++i) {
+    const std::int64_t n = std::clamp<std::int64_t>(v.gpu_capacity, 0, kMaxGpuIndices);
+    v.gpu_indices.reserve(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
       v.gpu_indices.push_back(static_cast<int>(i));
     }
   } else {

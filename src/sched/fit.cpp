@@ -110,7 +110,7 @@ Fit fit_shapes(const CycleState& state, const LoadView& loads, const TaskContext
   Fit first;
   for (std::size_t i = 0; i < c.shapes.size(); ++i) {
     Fit f = fit_shape(state, loads, c, c.shapes[i], count_held, nullptr, want);
-    if (f.placement || f.node) return f;
+    if (f.found()) return f;
     if (i == 0) {
       first = std::move(f);
       continue;

@@ -40,6 +40,8 @@ struct Fit {
   std::optional<std::size_t> node;
   Reasons reasons;
   Blocked blocked = Blocked::kNo;  // of the primary shape
+  // It fits: a placement, or (Want::kNode) the node of one.
+  bool found() const { return placement.has_value() || node.has_value(); }
   // Quota admitted it, and no node of the clusters looked at could take even
   // one replica (fit_shape only).
   bool no_node_fits = false;

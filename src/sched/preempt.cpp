@@ -255,7 +255,7 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
     }
     // Whether it still fits is all this asks: the last fit below says where.
     Fit f = fit_shape(state, overlay, c, request, true, in, Want::kNode);
-    if (f.placement || f.node) {
+    if (f.found()) {
       on = one_node(f.node, f.placement);
       chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
       continue;

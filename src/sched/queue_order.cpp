@@ -367,7 +367,7 @@ std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& q
     if (c.next < c.tasks->size()) {
       c.read();
       // The group's next head after this one, on its way while others are merged.
-      if (c.next + 1 < c.tasks->size()) __builtin_prefetch(&(*c.tasks)[c.next + 1]->task.priority);
+      if (c.next + 1 < c.tasks->size()) prefetch::order_fields((*c.tasks)[c.next + 1]->task);
       std::push_heap(heap.begin(), heap.end(), later);
     } else {
       heap.pop_back();

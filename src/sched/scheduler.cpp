@@ -269,7 +269,7 @@ class Cycle {
     }
     ModeView free_of_holds(state_, LoadMode::kNoHolds);
     Fit f = fit_shapes(state_, free_of_holds, c, false, Want::kNode);
-    if (!f.placement && !f.node) return false;
+    if (!f.found()) return false;
     std::vector<std::size_t> nodes;
     if (f.node) {
       nodes.push_back(*f.node);
