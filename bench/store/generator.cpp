@@ -515,7 +515,8 @@ std::vector<GeneratedTask> Generator::make_pipeline(std::int64_t p) const {
       f.requested = gpu.empty() ? res.per_replica.cpu_milli() : res.per_replica.gpus() * res.replicas;
       f.guaranteed = f.limit = f.requested * (8 + r.below(56));
       f.used = f.limit - r.below(f.requested);
-      f.holders = {{pg_name, f.used}};
+      const sched::reasons::NamedAmounts holders{{pg_name, f.used}};
+      f.holders = holders;
       return sched::reasons::quota(f);
     };
     // Ends the task's history at `now` in its current state.

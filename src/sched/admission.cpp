@@ -145,9 +145,7 @@ void QuotaBook::undo() {
     a.has_held = it->has_held;
     if (a.holdings.size() != it->holdings) {
       a.holdings.resize(it->holdings);
-      // Sums of holdings that are gone: summed again when next asked.
-      a.holder_sums.clear();
-      a.summed = 0;
+      forget_holder_sums(a);
     }
   }
   saved_.clear();
@@ -168,8 +166,7 @@ void QuotaBook::remove_kept(std::string_view group, const Resources& per_replica
                          [&](const Holding& h) { return h.per_replica == &per_replica && h.replicas == replicas; });
   if (it != a.holdings.end()) {
     a.holdings.erase(it);
-    a.holder_sums.clear();
-    a.summed = 0;
+    forget_holder_sums(a);
   }
 }
 
@@ -224,9 +221,8 @@ Wide QuotaBook::in_use(const Account* a, Resource r, bool count_held) {
   return n;
 }
 
-reasons::NamedAmounts QuotaBook::top_holders(const Account* a, std::string_view resource) const {
-  reasons::NamedAmounts out;
-  if (a == nullptr || a->holdings.empty()) return out;
+reasons::NamedAmountsView QuotaBook::top_holders(const Account* a, Resource r) const {
+  if (a == nullptr || a->holdings.empty() || r.id < 0) return {};
   // A group's holders are a few project groups: a flat list, kept sorted by
   // name (the order the stable sort below starts from).
   auto& sums = a->holder_sums;
@@ -234,16 +230,36 @@ reasons::NamedAmounts QuotaBook::top_holders(const Account* a, std::string_view 
     const Holding& held = a->holdings[a->summed];
     auto it = std::lower_bound(sums.begin(), sums.end(), held.holder,
                                [](const auto& s, std::string_view h) { return s.first < h; });
-    if (it == sums.end() || it->first != held.holder) it = sums.insert(it, {held.holder, Tally{}});
-    it->second.add(*held.per_replica, held.replicas);
+    if (it == sums.end() || it->first != held.holder) it = sums.insert(it, {held.holder, {}});
+    // Every name charged has an id (charge() gave it one).
+    for (const auto& [name, amount] : held.per_replica->amounts()) {
+      const int id = find_resource(name).id;
+      if (id >= 0) slot(it->second, id) += static_cast<Wide>(amount) * held.replicas;
+    }
   }
+  auto cached = std::find_if(a->top_holders.begin(), a->top_holders.end(),
+                             [&](const Account::TopHolders& t) { return t.resource == r.id; });
+  if (cached == a->top_holders.end()) {
+    cached = a->top_holders.insert(a->top_holders.end(), {r.id, 0, {}});
+  } else if (cached->summed == a->summed) {
+    return cached->top;
+  }
+  reasons::NamedAmounts& out = cached->top;
+  out.clear();
+  cached->summed = a->summed;
   for (const auto& [holder, amounts] : sums) {
-    Wide amount = amounts.get(resource);
+    Wide amount = at(amounts, r.id);
     if (amount > 0) out.emplace_back(holder, narrow(amount));
   }
   std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
   if (out.size() > 3) out.resize(3);
   return out;
+}
+
+void QuotaBook::forget_holder_sums(Account& a) {
+  a.holder_sums.clear();
+  a.summed = 0;
+  a.top_holders.clear();
 }
 
 Wide QuotaBook::borrowed(std::string_view name, std::string_view resource) const {
@@ -349,6 +365,7 @@ template <class F>
 void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
                              bool count_held, F&& refused) const {
   const Account* a = account_of(group);
+  reasons::NamedAmounts borrowers;
   for (const auto& [resource, amount] : per_replica.amounts()) {
     if (resource == kGpuAny || amount == 0) continue;
     const Resource r = find_resource(resource);
@@ -359,13 +376,14 @@ void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_re
     if (in_use + requested <= *guaranteed) continue;
 
     reasons::QuotaFigures f;
+    borrowers.clear();
     f.resource_group = group.name;
     f.resource = resource;
     f.used = narrow(in_use);
     f.requested = narrow(requested);
     f.guaranteed = *guaranteed;
     f.limit = *guaranteed;
-    f.holders = top_holders(a, resource);
+    f.holders = top_holders(a, r);
     auto ceiling = ceiling_of(a, group, r);
     bool cohort = !group.cohort.empty() && ceiling && *ceiling > *guaranteed;
     if (cohort) {
@@ -385,11 +403,12 @@ void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_re
         for (const Account* m : members->second) {
           if (m->name == group.name) continue;
           Wide over = borrowed(m, r);
-          if (over > 0) f.borrowers.emplace_back(m->name, narrow(over));
+          if (over > 0) borrowers.emplace_back(m->name, narrow(over));
         }
       }
-      std::stable_sort(f.borrowers.begin(), f.borrowers.end(),
+      std::stable_sort(borrowers.begin(), borrowers.end(),
                        [](const auto& x, const auto& y) { return x.second > y.second; });
+      f.borrowers = borrowers;
     }
     refused(f);
   }
@@ -416,7 +435,7 @@ void append_text(std::string& k, std::string_view text) {
   k.append(text);
 }
 
-void append_pairs(std::string& k, const reasons::NamedAmounts& items) {
+void append_pairs(std::string& k, reasons::NamedAmountsView items) {
   append_raw(k, items.size());
   for (const auto& [name, amount] : items) {
     append_text(k, name);

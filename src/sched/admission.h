@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -162,11 +163,20 @@ class QuotaBook {
     std::vector<Wide> held;
     bool has_held = false;
     std::vector<Holding> holdings;
-    // Per holder, what its holdings add up to, for top_holders(): summed on
-    // the first refusal that names holders and brought up to date after
-    // (holdings only grow). A cache in a const book: one book, one thread.
-    mutable std::vector<std::pair<std::string_view, Tally>> holder_sums;
+    // Per holder, what its holdings add up to (by resource id), for
+    // top_holders(): summed on the first refusal that names holders and
+    // brought up to date after (holdings only grow). Caches in a const
+    // book: one book, one thread.
+    mutable std::vector<std::pair<std::string_view, std::vector<Wide>>> holder_sums;
     mutable std::size_t summed = 0;  // holdings already in holder_sums
+    // top_holders() by resource id, as of `summed` holdings: a group's
+    // refusals ask for the same few resources between two of its charges.
+    struct TopHolders {
+      int resource = -1;
+      std::size_t summed = 0;
+      std::vector<std::pair<std::string_view, std::int64_t>> top;
+    };
+    mutable std::vector<TopHolders> top_holders;
     const std::vector<Account*>* cohort = nullptr;  // members that are known groups, in input order
     std::uint64_t saved_in = 0;  // the undo epoch this account was saved in
   };
@@ -204,7 +214,11 @@ class QuotaBook {
                 int replicas, bool may_borrow, bool count_held) const;
   static Wide in_use(const Account* a, Resource r, bool count_held);
   Wide borrowed(const Account* a, Resource r) const;
-  std::vector<std::pair<std::string_view, std::int64_t>> top_holders(const Account* a, std::string_view resource) const;
+  // The account's three largest holders of `r`, largest first (ties: by
+  // name). A view of the account's cache: valid until the next call.
+  std::span<const std::pair<std::string_view, std::int64_t>> top_holders(const Account* a, Resource r) const;
+  // Forgets the account's holder sums (holdings gone): summed again when next asked.
+  static void forget_holder_sums(Account& a);
   // Calls `refused` with the figures of each resource check() refuses.
   template <class F>
   void each_refusal(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,

@@ -52,7 +52,7 @@ PendingReason unknown_group(std::string_view group) {
   return make(kReasonUnknownGroup, "resource group " + g + " does not exist", "资源组 " + g + " 不存在", std::move(d));
 }
 
-json::array pairs(const NamedAmounts& items) {
+json::array pairs(NamedAmountsView items) {
   json::array a;
   a.reserve(items.size());
   for (const auto& [name, amount] : items) {
@@ -65,7 +65,7 @@ json::array pairs(const NamedAmounts& items) {
 }
 
 // "a 4, b 2": appended to `out`.
-void append_pairs(std::string& out, std::string_view resource, const NamedAmounts& items, std::string_view sep) {
+void append_pairs(std::string& out, std::string_view resource, NamedAmountsView items, std::string_view sep) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out += sep;
     out += items[i].first;
@@ -76,7 +76,7 @@ void append_pairs(std::string& out, std::string_view resource, const NamedAmount
 
 // The same list in both languages, in brackets after its opening words.
 void append_pairs_both(std::string& en, std::string& zh, std::string_view en_open, std::string_view zh_open,
-                       std::string_view resource, const NamedAmounts& items) {
+                       std::string_view resource, NamedAmountsView items) {
   en += en_open;
   append_pairs(en, resource, items, ", ");
   en += ')';

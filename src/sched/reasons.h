@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,9 +20,10 @@ PendingReason dependencies(const std::vector<std::string>& task_ids);
 PendingReason unknown_group(std::string_view group);
 
 // The figures of a quota refusal.
-// Views of strings the caller keeps while the reason is worded (built for
-// every quota refusal a cycle explains: no copies).
+// Views of strings and lists the caller keeps while the reason is worded
+// (built for every quota refusal a cycle explains: no copies).
 using NamedAmounts = std::vector<std::pair<std::string_view, std::int64_t>>;
+using NamedAmountsView = std::span<const std::pair<std::string_view, std::int64_t>>;
 struct QuotaFigures {
   std::string_view resource_group;
   std::string_view resource;
@@ -30,14 +32,14 @@ struct QuotaFigures {
   std::int64_t guaranteed = 0;
   std::int64_t limit = 0;  // what the group could reach now (guarantee, or with borrowing)
   // Who holds it: project groups of this resource group, largest first.
-  NamedAmounts holders;
+  NamedAmountsView holders;
   // Set when the group may borrow from a cohort (its max is above its guarantee).
   std::string_view cohort;
   std::int64_t ceiling = 0;
   std::int64_t cohort_idle = 0;
   bool may_borrow = true;  // false: the task's priority class is not preemptible
   // Groups of the cohort holding above their guarantee, largest first.
-  NamedAmounts borrowers;
+  NamedAmountsView borrowers;
 };
 
 // "quota: gpu/nvidia-a100-80gb 8 of 8 in use by rg-proj-b (proj-b 6, proj-x 2),
