@@ -965,8 +965,13 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
   for (std::size_t i : candidates) {
     const NodeView& v = nodes_[i];
     std::pair<Score, std::size_t> r{score_node(policy, v, loads.load(i), request, project, loads.mode()), i};
+    // Same type: by cycle id where both have one (no name to compare).
+    auto same_type = [&](const TypedBest& b) {
+      const int t = nodes_[b.node].primary_type;
+      return t >= 0 && v.primary_type >= 0 ? t == v.primary_type : b.gpu_type == v.gpu_type;
+    };
     std::size_t k = 0;
-    while (k < out.size() && !(out[k].cluster_rank == v.cluster_rank && out[k].gpu_type == v.gpu_type)) ++k;
+    while (k < out.size() && !(out[k].cluster_rank == v.cluster_rank && same_type(out[k]))) ++k;
     if (k == out.size()) {
       out.push_back({v.cluster_rank, v.gpu_type, i});
       ranked.push_back(r);
@@ -978,10 +983,44 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
   return out;
 }
 
+const CycleState::StaticNodes& CycleState::static_nodes(std::string_view cluster, const ResourceGroup& group,
+                                                        const Request& request) const {
+  // What static_misfit reads: the group's node selector (a group without
+  // one reads nothing of the group), whether the request wants GPUs, and
+  // of which type (any, an id, or a name no node offers).
+  std::string& key = static_key_;
+  key.clear();
+  const ResourceGroup* g = group.node_selector.empty() ? nullptr : &group;
+  key.append(reinterpret_cast<const char*>(&g), sizeof g);
+  if (request.wants_gpus()) {
+    key += request.any_gpu() ? 'a' : 't';
+    const int id = request.gpu_type_id;
+    key.append(reinterpret_cast<const char*>(&id), sizeof id);
+    if (!request.any_gpu() && (id < 0 || id >= 64)) key += request.gpu_type;
+  } else {
+    key += '-';
+  }
+  key += '\x1f';
+  key += cluster;
+  auto it = static_nodes_.find(std::string_view(key));
+  if (it != static_nodes_.end()) return it->second;
+  StaticNodes out;
+  for (std::size_t i : nodes_of(cluster)) {
+    ++out.total;
+    if (auto m = static_misfit(nodes_[i], group, request)) {
+      ++out.dropped[static_cast<std::size_t>(*m)];
+    } else {
+      out.nodes.push_back(i);
+    }
+  }
+  return static_nodes_.emplace(key, std::move(out)).first->second;
+}
+
 void CycleState::begin_cycle() {
   CP_CHECK(!in_cycle_, "begin_cycle: a cycle is already open");
   in_cycle_ = true;
   stopping_memo_.clear();  // deltas since the last cycle changed what stops
+  static_nodes_.clear();   // and what nodes are
   quota_.begin_undo();
   load_saved_.resize(nodes_.size(), false);
   stopping_before_ = stopping_list_.size();
@@ -1202,6 +1241,7 @@ bool CycleState::replace_node(std::size_t index, const Node& node) {
   v.gpu_type_bits = old.gpu_type_bits;
   v.primary_type = old.primary_type;
   old = std::move(v);
+  static_nodes_.clear();
   loads_changed(index);
   return true;
 }

@@ -16,6 +16,7 @@
 // loads it changes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -371,6 +372,19 @@ class CycleState final : public LoadView {
                                                              ProjectId project, PlacementPolicy policy,
                                                              const TypeFilter& only = {}) const;
 
+  // The nodes of a cluster past the filters that do not change within a
+  // cycle (Ready, not in maintenance, the group's node selector, the GPU
+  // type: static_misfit in feasible.h), ascending, and how many each of
+  // those filters dropped: a task's reasons count every node, but only the
+  // nodes past them need their loads read. Kept per (cluster, node
+  // selector, GPU type asked) until the nodes or the cycle change.
+  struct StaticNodes {
+    std::int64_t total = 0;
+    std::array<std::int64_t, 4> dropped{};  // by NodeMisfit: not ready, maintenance, selector, GPU type
+    std::vector<std::size_t> nodes;
+  };
+  const StaticNodes& static_nodes(std::string_view cluster, const ResourceGroup& group, const Request& request) const;
+
   // ---- Kept between cycles (Scheduler, warm.h).
   // What a cycle changes (placements, holds, victims, claims, project ids of
   // the queue) is recorded from begin_cycle() and put back by end_cycle(), so
@@ -454,6 +468,9 @@ class CycleState final : public LoadView {
   mutable std::unordered_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> stopping_memo_;
   std::uint64_t stopping_changes_ = 1;  // a memo of 0 changes is never current
   std::vector<std::size_t> gather_stopping(std::string_view group, const std::vector<std::string>& clusters) const;
+  // static_nodes() by a byte key (group address or none, GPU type asked, cluster).
+  mutable FlatStringMap<StaticNodes> static_nodes_;
+  mutable std::string static_key_;  // a buffer
   std::vector<NodeView> nodes_;
   std::vector<NodeLoad> loads_;
   QuotaBook quota_;

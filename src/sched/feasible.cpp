@@ -110,8 +110,14 @@ std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, st
   return out;
 }
 
-std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load, const ResourceGroup& group,
-                                      const Request& request, LoadMode mode) {
+namespace {
+
+static_assert(static_cast<int>(NodeMisfit::kGpuTypeMismatch) == 3,
+              "CycleState::StaticNodes::dropped counts the filters up to kGpuTypeMismatch");
+
+// Inlined into both node_misfit (asked of every node a walk looks at) and the split below.
+inline std::optional<NodeMisfit> static_misfit_of(const NodeView& node, const ResourceGroup& group,
+                                                  const Request& request) {
   if (!node.ready) return NodeMisfit::kNotReady;
   if (node.maintenance) return NodeMisfit::kMaintenance;
   if (!group.node_selector.empty() && !labels_match(group.node_selector, node.labels())) {
@@ -122,7 +128,11 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
         request.any_gpu() ? node.has_gpus() : node.offers_gpu_type(request.gpu_type, request.gpu_type_id);
     if (!type_ok) return NodeMisfit::kGpuTypeMismatch;
   }
+  return std::nullopt;
+}
 
+inline std::optional<NodeMisfit> load_misfit_of(const NodeView& node, const NodeLoad& load, const Request& request,
+                                                LoadMode mode) {
   const Resources& alloc = node.node->allocatable;
   auto lacks = [&](std::string_view name, std::int64_t asked) {
     return static_cast<Wide>(alloc.get(name)) - in_use(load, name, mode) < asked;
@@ -142,6 +152,23 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load, const ResourceGroup& group,
+                                      const Request& request, LoadMode mode) {
+  if (auto m = static_misfit_of(node, group, request)) return m;
+  return load_misfit_of(node, load, request, mode);
+}
+
+std::optional<NodeMisfit> static_misfit(const NodeView& node, const ResourceGroup& group, const Request& request) {
+  return static_misfit_of(node, group, request);
+}
+
+std::optional<NodeMisfit> load_misfit(const NodeView& node, const NodeLoad& load, const Request& request,
+                                      LoadMode mode) {
+  return load_misfit_of(node, load, request, mode);
+}
+
 bool statically_fits(const NodeView& node, const ResourceGroup& group, const Request& request) {
   static const NodeLoad kEmpty;
   return !node_misfit(node, kEmpty, group, request).has_value();
@@ -159,11 +186,14 @@ NodeFeasibility feasible_nodes(const CycleState& state, const LoadView& loads, c
     std::sort(out.fit.begin(), out.fit.end());
     return out;
   }
+  // What the nodes are was asked once per (cluster, node selector, GPU
+  // type) this cycle: only what they have free is asked here.
   for (const auto& c : clusters) {
-    for (std::size_t i : state.nodes_of(c)) {
-      ++out.counts.total;
-      auto misfit = node_misfit(state.nodes()[i], loads.load(i), group, request, loads.mode());
-      if (misfit) {
+    const CycleState::StaticNodes& known = state.static_nodes(c, group, request);
+    out.counts.total += known.total;
+    for (std::size_t m = 0; m < known.dropped.size(); ++m) out.counts.misfits[m] += known.dropped[m];
+    for (std::size_t i : known.nodes) {
+      if (auto misfit = load_misfit_of(state.nodes()[i], loads.load(i), request, loads.mode())) {
         ++out.counts[*misfit];
         continue;
       }

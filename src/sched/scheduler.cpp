@@ -172,6 +172,9 @@ class Cycle {
     // Most of a big queue waits: room for all of it at once, rather than
     // moving every entry each time the list outgrows its room.
     plan_.pending.reserve(queue.size());
+    // About one class in three tasks fails (a big queue's shapes vary):
+    // room for them at once rather than moving every one as the map grows.
+    failed_.reserve(queue.size() / 3);
     const std::vector<const QueuedTask*> tasks = processing_order(queue, order);
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       if (i + 3 < tasks.size()) prefetch::lines(*tasks[i + 3]);
