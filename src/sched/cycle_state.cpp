@@ -1016,11 +1016,38 @@ const CycleState::StaticNodes& CycleState::static_nodes(std::string_view cluster
   return static_nodes_.emplace(key, std::move(out)).first->second;
 }
 
+std::vector<CycleState::Preemptible> CycleState::sorted_preemptible(const std::vector<std::size_t>& works) const {
+  std::vector<Preemptible> out;
+  for (std::size_t w : works) {
+    const WorkFacts& f = facts(w);
+    if (f.preemptible) out.push_back({f.priority, f.group, w});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Preemptible& a, const Preemptible& b) { return std::tie(a.priority, a.work) < std::tie(b.priority, b.work); });
+  return out;
+}
+
+std::span<const CycleState::Preemptible> CycleState::preemptible_on(std::string_view cluster) const {
+  auto it = preemptible_on_.find(cluster);
+  if (it == preemptible_on_.end()) it = preemptible_on_.emplace(cluster, sorted_preemptible(running_on(cluster))).first;
+  return it->second;
+}
+
+std::span<const CycleState::Preemptible> CycleState::preemptible_of(const ResourceGroup& group) {
+  auto it = preemptible_of_.find(&group);
+  if (it == preemptible_of_.end()) {
+    it = preemptible_of_.emplace(&group, sorted_preemptible(running_of_group(group.name))).first;
+  }
+  return it->second;
+}
+
 void CycleState::begin_cycle() {
   CP_CHECK(!in_cycle_, "begin_cycle: a cycle is already open");
   in_cycle_ = true;
   stopping_memo_.clear();  // deltas since the last cycle changed what stops
   static_nodes_.clear();   // and what nodes are
+  preemptible_on_.clear();  // and what runs where
+  preemptible_of_.clear();
   quota_.begin_undo();
   load_saved_.resize(nodes_.size(), false);
   stopping_before_ = stopping_list_.size();

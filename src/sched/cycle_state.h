@@ -409,6 +409,17 @@ class CycleState final : public LoadView {
   void index_everything();
   // Live running work of a group (for fair share), in no particular order.
   const std::vector<std::size_t>& running_of_group(std::string_view group);
+  // Preemptible running work on a cluster, or of a group, lowest priority
+  // first (then by index): a victim search that may only preempt by
+  // priority reads the works below the task's and stops, instead of every
+  // work there. Built on first use in a cycle (works do not change inside one).
+  struct Preemptible {
+    int priority;
+    const ResourceGroup* group;  // WorkFacts::group
+    std::size_t work;
+  };
+  std::span<const Preemptible> preemptible_on(std::string_view cluster) const;
+  std::span<const Preemptible> preemptible_of(const ResourceGroup& group);
 
  private:
   void changed_nodes(const Placement& placement);
@@ -468,6 +479,10 @@ class CycleState final : public LoadView {
   mutable std::unordered_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> stopping_memo_;
   std::uint64_t stopping_changes_ = 1;  // a memo of 0 changes is never current
   std::vector<std::size_t> gather_stopping(std::string_view group, const std::vector<std::string>& clusters) const;
+  // preemptible_on() by cluster, preemptible_of() by group; dropped at begin_cycle.
+  std::vector<Preemptible> sorted_preemptible(const std::vector<std::size_t>& works) const;
+  mutable StringMap<std::vector<Preemptible>> preemptible_on_;
+  std::unordered_map<const ResourceGroup*, std::vector<Preemptible>> preemptible_of_;
   // static_nodes() by a byte key (group address or none, GPU type asked, cluster).
   mutable FlatStringMap<StaticNodes> static_nodes_;
   mutable std::string static_key_;  // a buffer

@@ -143,17 +143,28 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
     if (work.task_id == task.id) return;
     ranked.push_back({!reclaim, work.priority, !work.checkpoint, -work.started_at, &work.attempt_id, {w, reclaim}});
   };
+  // Only preemptible work, lowest priority first. Work of a priority not
+  // below the task's can only be reclaimed: without reclaim the walk stops
+  // there, with it only work of another group of the cohort goes on.
+  auto reclaim_from = [&](const ResourceGroup* g) {
+    return g != nullptr && g != c.group && !c.group->cohort.empty() && g->cohort == c.group->cohort;
+  };
+  auto walk = [&](std::span<const CycleState::Preemptible> works) {
+    for (const CycleState::Preemptible& p : works) {
+      if (p.priority >= task.priority || !priority_ok) {
+        if (!reclaim_ok) return;
+        if (!reclaim_from(p.group)) continue;
+      }
+      consider(p.work);
+    }
+  };
   if (blocked == Blocked::kQuota) {
     // Only work of the group's quota scope can qualify: found through each
     // group's own list, not by walking every work of the task's clusters.
-    for (const ResourceGroup* g : state.quota_scope_groups(*c.group)) {
-      for (std::size_t w : state.running_of_group(g->name)) consider(w);
-    }
+    for (const ResourceGroup* g : state.quota_scope_groups(*c.group)) walk(state.preemptible_of(*g));
     return ranked;
   }
-  for (const auto& cluster : clusters) {
-    for (std::size_t w : state.running_on(cluster)) consider(w);
-  }
+  for (const auto& cluster : clusters) walk(state.preemptible_on(cluster));
   return ranked;
 }
 
