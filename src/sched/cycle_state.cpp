@@ -1158,8 +1158,14 @@ void CycleState::index_stopping(std::size_t p) {
 
 std::vector<std::size_t> CycleState::stopping_in_quota_scope(const ResourceGroup& g,
                                                              const std::vector<std::string>& clusters) const {
+  // By cluster rank (in the work's facts): no name to compare. The ranks
+  // are looked up only once some work is asked about.
+  std::optional<FewNodes> ranks;
   auto on_clusters = [&](std::size_t w) {
-    return std::find(clusters.begin(), clusters.end(), running_[w]->cluster_id) != clusters.end();
+    const int rank = facts(w).cluster;
+    if (rank < 0) return std::find(clusters.begin(), clusters.end(), running_[w]->cluster_id) != clusters.end();
+    if (!ranks) ranks = ranks_of(clusters);
+    return std::find(ranks->begin(), ranks->end(), static_cast<std::size_t>(rank)) != ranks->end();
   };
   std::vector<std::size_t> out;
   if (stopping_of_unknown_groups_ > 0) {
@@ -1170,7 +1176,8 @@ std::vector<std::size_t> CycleState::stopping_in_quota_scope(const ResourceGroup
   for (const ResourceGroup* member : quota_scope_groups(g)) {
     auto it = stopping_by_group_.find(member->name);
     if (it == stopping_by_group_.end()) continue;
-    const bool own = member->name == g.name;  // stopping_within takes the group's own work anywhere
+    // stopping_within takes the group's own work anywhere.
+    const bool own = member == &g || member->name == g.name;
     for (std::size_t p : it->second) {
       const std::size_t w = stopping_list_[p];
       if (claimed_[w]) continue;

@@ -412,11 +412,11 @@ class Cycle {
   }
 
   void reserve(const TaskContext& c, Blocked how, Reasons& why) {
-    int& left = reservations_.try_emplace(c.group->name, config_.reservations_per_group).first->second;
+    int& left = reservations_.try_emplace(c.group, config_.reservations_per_group).first->second;
     if (left <= 0) return;
     // A few tries per group and cycle: a group whose blocked tasks cannot
     // reserve (nothing big enough) must not make every one of them try.
-    if (++reservation_tries_[c.group->name] > 4 * config_.reservations_per_group) return;
+    if (++reservation_tries_[c.group] > 4 * config_.reservations_per_group) return;
     const Request& primary = c.shapes.front();
     if (!state_.quota().could_ever_fit(*c.group, primary.typed_part(), primary.replicas, c.may_borrow)) return;
     if (how == Blocked::kQuota) {
@@ -453,8 +453,9 @@ class Cycle {
   Millis now_;
   SchedulerConfig config_;
   // Found, never walked: hashes (asked for every task, with long keys).
-  std::unordered_map<std::string_view, int> reservations_;  // views of the snapshot's group names
-  std::unordered_map<std::string_view, int> reservation_tries_;
+  // By group: one object per group name (CycleState::group).
+  std::unordered_map<const ResourceGroup*, int> reservations_;
+  std::unordered_map<const ResourceGroup*, int> reservation_tries_;
   // Found by a view of key_ (no string built per task: transparent hash).
   FlatStringMap<Failed> failed_;
   std::string key_;
