@@ -353,6 +353,7 @@ class Cycle {
     // Only what could make room for this task: in its clusters, or its group's quota.
     std::vector<std::size_t> stopping = state_.stopping_within(c.group->name, c.clusters->usable);
     if (stopping.empty()) return false;
+    if (!may_fit_once_gone(c, how, stopping)) return false;
     Overlay freed(state_);
     for (std::size_t w : stopping) state_.take_out(w, freed);
     Fit f = fit_shapes(state_, freed, c, true, Want::kPlacement);
@@ -375,6 +376,54 @@ class Cycle {
     state_.hold_over(*c.task, *f.placement, claimed);
     why.add_front(reasons::preemption_grace(victims, true));
     return true;
+  }
+
+  // False when the fit of after_stopping would surely fail, asked without
+  // taking any work out. Short of nodes, one shape of one replica of one
+  // GPU type (or none): only the nodes that host some of the stopping work
+  // change, and every other node refused the task already (loads only grow
+  // within a cycle). So unless one of those nodes could take the replica
+  // by what it is and by what it would have free (counts, an upper bound),
+  // there is nothing to find. gpu/any and gangs are not judged here: freed
+  // quota can open a GPU type's other nodes, and a gang is placed by a
+  // search that is not exhaustive.
+  bool may_fit_once_gone(const TaskContext& c, Blocked how, const std::vector<std::size_t>& stopping) const {
+    if (how != Blocked::kCapacity || c.shapes.size() != 1) return true;
+    const Request& r = c.shapes.front();
+    if (r.replicas != 1 || r.any_gpu()) return true;
+    struct Freed {
+      std::size_t node;
+      Wide cpu = 0, memory = 0, gpus = 0;
+    };
+    std::vector<Freed> freed;
+    for (std::size_t w : stopping) {
+      const CycleState::WorkFacts& f = state_.facts(w);
+      for (const auto& i : state_.running_nodes(w)) {
+        if (!i) continue;
+        auto at = std::find_if(freed.begin(), freed.end(), [&](const Freed& x) { return x.node == *i; });
+        if (at == freed.end()) at = freed.insert(freed.end(), Freed{*i});
+        at->cpu += f.cpu;
+        at->memory += f.memory;
+        at->gpus += f.gpus;
+      }
+    }
+    const std::vector<std::string>& usable = c.clusters->usable;
+    for (const Freed& x : freed) {
+      const NodeView& v = state_.nodes()[x.node];
+      if (!std::binary_search(usable.begin(), usable.end(), v.cluster_id())) continue;
+      if (static_misfit(v, *c.group, r)) continue;
+      const NodeLoad& load = state_.load(x.node);
+      if (r.cpu > 0 && static_cast<Wide>(v.alloc_cpu) - cpu_in_use(load, LoadMode::kAll) + x.cpu < r.cpu) continue;
+      if (r.memory > 0 &&
+          static_cast<Wide>(v.alloc_memory) - memory_in_use(load, LoadMode::kAll) + x.memory < r.memory) {
+        continue;
+      }
+      if (r.wants_gpus() && static_cast<Wide>(v.gpu_capacity) - gpus_in_use(load, LoadMode::kAll) + x.gpus < r.gpus) {
+        continue;
+      }
+      return true;
+    }
+    return false;
   }
 
   bool preempt(const TaskContext& c, Blocked how, Reasons& why) {
