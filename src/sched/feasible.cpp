@@ -115,7 +115,8 @@ namespace {
 static_assert(static_cast<int>(NodeMisfit::kGpuTypeMismatch) == 3,
               "CycleState::StaticNodes::dropped counts the filters up to kGpuTypeMismatch");
 
-// Inlined into both node_misfit (asked of every node a walk looks at) and the split below.
+// node_misfit in two, inlined into it (asked of every node a walk looks
+// at), into static_misfit, and into feasible_nodes' count.
 inline std::optional<NodeMisfit> static_misfit_of(const NodeView& node, const ResourceGroup& group,
                                                   const Request& request) {
   if (!node.ready) return NodeMisfit::kNotReady;
@@ -162,11 +163,6 @@ std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load
 
 std::optional<NodeMisfit> static_misfit(const NodeView& node, const ResourceGroup& group, const Request& request) {
   return static_misfit_of(node, group, request);
-}
-
-std::optional<NodeMisfit> load_misfit(const NodeView& node, const NodeLoad& load, const Request& request,
-                                      LoadMode mode) {
-  return load_misfit_of(node, load, request, mode);
 }
 
 bool statically_fits(const NodeView& node, const ResourceGroup& group, const Request& request) {

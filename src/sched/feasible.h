@@ -86,11 +86,9 @@ std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, st
 // when it fits.
 std::optional<NodeMisfit> node_misfit(const NodeView& node, const NodeLoad& load, const ResourceGroup& group,
                                       const Request& request, LoadMode mode = LoadMode::kAll);
-// node_misfit in two: the filters of what the node is (kNotReady to
-// kGpuTypeMismatch), then those of what it has free given its load.
+// node_misfit's first filters alone: those of what the node is (kNotReady
+// to kGpuTypeMismatch), which no load changes.
 std::optional<NodeMisfit> static_misfit(const NodeView& node, const ResourceGroup& group, const Request& request);
-std::optional<NodeMisfit> load_misfit(const NodeView& node, const NodeLoad& load, const Request& request,
-                                      LoadMode mode = LoadMode::kAll);
 
 struct NodeCounts {
   std::int64_t total = 0;
