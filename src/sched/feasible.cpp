@@ -55,13 +55,14 @@ ClusterFeasibility feasible_clusters(const CycleState& state, const ResourceGrou
     if (c == nullptr || !accepts_work(c->state)) {
       ++counts.offline;
       if (bound) ++pool.pool_offline;
-      out.offline.push_back(reasons::cluster_offline(id, c));
+      out.offline.push_back(Reasons::make(reasons::cluster_offline(id, c)));
       continue;
     }
     out.usable.push_back(id);
   }
   if (bound && (out.usable.empty() || counts.other_pool > 0)) {
-    out.pool = reasons::storage_pool(pool, group.name, counts, static_cast<std::int64_t>(out.usable.size()));
+    out.pool = Reasons::make(
+        reasons::storage_pool(pool, group.name, counts, static_cast<std::int64_t>(out.usable.size())));
   } else if (out.usable.empty() && out.offline.empty()) {
     out.none = reasons::no_cluster(group.name, task.cluster, task.cluster_selector, counts);
   }

@@ -36,17 +36,20 @@ struct PoolFilter {
   std::int64_t pool_offline = 0;            // of those, offline, draining or never registered
 };
 
+// The reasons are shared (Reasons::Shared): one answer serves every task of
+// a group (or of a pin, pool and selector) in a cycle, and each waiting task
+// lists them.
 struct ClusterFeasibility {
   std::vector<std::string> usable;  // ascending id
   // One kReasonClusterOffline per cluster the task could otherwise use that
   // is offline, draining, or has never registered.
-  std::vector<PendingReason> offline;
+  std::vector<Reasons::Shared> offline;
   // When nothing is usable and no cluster is offline: why (kReasonNoCluster).
   std::optional<PendingReason> none;
   // A task bound to a storage pool (kReasonStoragePool): always when nothing
   // is usable (the reason it waits, first), else only when the pool kept
-  // some cluster out (a note after the fit's reasons).
-  std::optional<PendingReason> pool;
+  // some cluster out (a note after the fit's reasons). Null otherwise.
+  Reasons::Shared pool;
 };
 
 // Filters, in this order: in the group, the pinned cluster, the cluster

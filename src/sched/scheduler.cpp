@@ -107,7 +107,7 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
     // Bound to a storage pool: that is why it waits, then which of the pool's clusters are down.
     std::vector<PendingReason> why;
     if (clusters.pool) why.push_back(*clusters.pool);
-    for (const auto& r : clusters.offline) why.push_back(r);
+    for (const auto& r : clusters.offline) why.push_back(*r);
     return why;
   }
   return std::nullopt;
@@ -230,7 +230,7 @@ class Cycle {
     Failed& f = known->second;
     Reasons why = f.reasons;
     // Bound to a storage pool that kept clusters out: say so (they might have had room).
-    if (c.clusters->pool) why.add(*c.clusters->pool);
+    if (c.clusters->pool) why.add(c.clusters->pool);
     // Clusters that are down might have taken the task: say so too.
     for (const auto& r : c.clusters->offline) why.add(r);
     if (f.blocked != Blocked::kNo) blocked(c, f, why);
