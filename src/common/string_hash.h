@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
 #include <boost/unordered/unordered_flat_map.hpp>
@@ -26,5 +27,13 @@ using StringMap = std::unordered_map<std::string, T, StringHash, std::equal_to<>
 // is kept across one.
 template <class T>
 using FlatStringMap = boost::unordered_flat_map<std::string, T, StringHash, std::equal_to<>>;
+
+// Appends the bytes of `v` (an integer, a pointer, or a struct without
+// padding) to a byte key of such a map: fixed-size fields read back one way.
+template <class T>
+void append_bytes(std::string& key, const T& v) {
+  static_assert(std::has_unique_object_representations_v<T>, "no padding: the key is its bytes");
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
 
 }  // namespace cp

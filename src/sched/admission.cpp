@@ -424,22 +424,17 @@ std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Re
 
 namespace {
 
-template <class Int>
-void append_raw(std::string& k, Int v) {
-  k.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
 // Each string with its length first, so that the key reads back one way only.
 void append_text(std::string& k, std::string_view text) {
-  append_raw(k, text.size());
+  append_bytes(k, text.size());
   k.append(text);
 }
 
 void append_pairs(std::string& k, reasons::NamedAmountsView items) {
-  append_raw(k, items.size());
+  append_bytes(k, items.size());
   for (const auto& [name, amount] : items) {
     append_text(k, name);
-    append_raw(k, amount);
+    append_bytes(k, amount);
   }
 }
 
@@ -449,7 +444,7 @@ std::string figures_key(const reasons::QuotaFigures& f) {
   k.reserve(128);
   append_text(k, f.resource_group);
   append_text(k, f.resource);
-  for (std::int64_t v : {f.used, f.requested, f.guaranteed, f.limit, f.ceiling, f.cohort_idle}) append_raw(k, v);
+  for (std::int64_t v : {f.used, f.requested, f.guaranteed, f.limit, f.ceiling, f.cohort_idle}) append_bytes(k, v);
   append_pairs(k, f.holders);
   append_text(k, f.cohort);
   k += f.may_borrow ? 'b' : '-';

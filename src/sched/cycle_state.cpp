@@ -991,11 +991,11 @@ const CycleState::StaticNodes& CycleState::static_nodes(std::string_view cluster
   std::string& key = static_key_;
   key.clear();
   const ResourceGroup* g = group.node_selector.empty() ? nullptr : &group;
-  key.append(reinterpret_cast<const char*>(&g), sizeof g);
+  append_bytes(key, g);
   if (request.wants_gpus()) {
     key += request.any_gpu() ? 'a' : 't';
     const int id = request.gpu_type_id;
-    key.append(reinterpret_cast<const char*>(&id), sizeof id);
+    append_bytes(key, id);
     if (!request.any_gpu() && (id < 0 || id >= 64)) key += request.gpu_type;
   } else {
     key += '-';
@@ -1022,8 +1022,9 @@ std::vector<CycleState::Preemptible> CycleState::sorted_preemptible(const std::v
     const WorkFacts& f = facts(w);
     if (f.preemptible) out.push_back({f.priority, f.group, w});
   }
-  std::sort(out.begin(), out.end(),
-            [](const Preemptible& a, const Preemptible& b) { return std::tie(a.priority, a.work) < std::tie(b.priority, b.work); });
+  std::sort(out.begin(), out.end(), [](const Preemptible& a, const Preemptible& b) {
+    return std::tie(a.priority, a.work) < std::tie(b.priority, b.work);
+  });
   return out;
 }
 

@@ -113,6 +113,11 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
       if (int rank = state.cluster_rank(id); rank >= 0) cluster_ranks.push_back(rank);
     }
   }
+  // Reclaim takes back from another group of the task's cohort (a work of a
+  // group the snapshot does not know is of no cohort).
+  auto reclaim_from = [&](const ResourceGroup* g) {
+    return g != nullptr && g != c.group && !c.group->cohort.empty() && g->cohort == c.group->cohort;
+  };
   std::vector<Ranked> ranked;
   // The cheap questions first, from the work's facts; the work itself, and
   // its nodes, only for those that may be candidates.
@@ -134,7 +139,7 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
     // (a work of a group the snapshot does not know compares by name).
     bool same_group = g != nullptr ? g == c.group : work.resource_group == task.resource_group;
     bool same_cohort = g != nullptr && !c.group->cohort.empty() && (g == c.group || g->cohort == c.group->cohort);
-    bool reclaim = reclaim_ok && same_cohort && !same_group && reclaimable(w, work);
+    bool reclaim = reclaim_ok && reclaim_from(g) && reclaimable(w, work);
     if (!reclaim && !priority) return;
     if (blocked == Blocked::kCapacity && !on_usable_node(w)) return;
     // Short of quota: only work charged to the task's group (or, for
@@ -146,9 +151,6 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
   // Only preemptible work, lowest priority first. Work of a priority not
   // below the task's can only be reclaimed: without reclaim the walk stops
   // there, with it only work of another group of the cohort goes on.
-  auto reclaim_from = [&](const ResourceGroup* g) {
-    return g != nullptr && g != c.group && !c.group->cohort.empty() && g->cohort == c.group->cohort;
-  };
   auto walk = [&](std::span<const CycleState::Preemptible> works) {
     for (const CycleState::Preemptible& p : works) {
       if (p.priority >= task.priority || !priority_ok) {

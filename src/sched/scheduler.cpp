@@ -4,7 +4,6 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <type_traits>
 #include <unordered_map>
 
 #include "common/string_hash.h"
@@ -42,11 +41,6 @@ struct PinnedClusters {
   std::unordered_map<std::string, std::shared_ptr<const ClusterFeasibility>> by_key;
   std::string key;  // a buffer
 };
-
-template <class Int>
-void append_raw(std::string& k, Int v) {
-  k.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
 
 // Appends where the task may run, as it names it: the pinned cluster, the
 // storage pool, the cluster selector's entries, each ended by '\x1f' (names
@@ -95,7 +89,7 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
     // pool, selector) too, all that feasible_clusters reads of the task.
     std::string& key = pinned.key;
     key.clear();
-    append_raw(key, c.group);
+    append_bytes(key, c.group);
     append_where(key, task);
     auto& known = pinned.by_key[key];
     if (!known) known = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
@@ -122,7 +116,7 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
 void class_key(const TaskContext& c, std::string& k) {
   const Task& t = *c.task;
   k.clear();
-  append_raw(k, c.group);  // one object per group name
+  append_bytes(k, c.group);  // one object per group name
   append_where(k, t);
   k += t.priority_class;
   k += '\x1f';
@@ -131,24 +125,23 @@ void class_key(const TaskContext& c, std::string& k) {
   // names nothing else and a type some node offers; otherwise the amounts
   // follow by name (resource names hold no '=', amounts are 8 bytes, so
   // the key reads back one way only).
-  struct Figures {
+  struct Figures {  // no padding (append_bytes checks): the key is its bytes
     std::int64_t cpu, memory, gpus;
     std::int32_t gpu_type, replicas, priority;
     char flags[4];
   };
-  static_assert(std::has_unique_object_representations_v<Figures>, "no padding: the key is its bytes");
   constexpr std::int32_t kAnyGpu = -100;
   // The primary shape is always open: the priority and flags are always in.
   for (const Request& r : c.shapes) {
     const bool by_name = r.others || (r.wants_gpus() && !r.any_gpu() && r.gpu_type_id < 0);
     Figures f{r.cpu, r.memory, r.gpus, r.any_gpu() ? kAnyGpu : r.gpu_type_id, r.replicas, t.priority,
               {c.may_borrow ? 'b' : '-', may_preempt_now(c) ? 'p' : '-', by_name ? 'n' : '-', '\x1f'}};
-    append_raw(k, f);
+    append_bytes(k, f);
     if (!by_name) continue;
     for (const auto& [name, amount] : r.per_replica().amounts()) {
       k += name;
       k += '=';
-      append_raw(k, amount);
+      append_bytes(k, amount);
     }
   }
 }
