@@ -138,6 +138,7 @@ void QuotaBook::begin_undo() {
 
 void QuotaBook::undo() {
   if (!recording_) return;
+  worded_.clear();
   for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
     Account& a = *it->account;
     a.used = std::move(it->used);
@@ -167,6 +168,7 @@ void QuotaBook::remove_kept(std::string_view group, const Resources& per_replica
   if (it != a.holdings.end()) {
     a.holdings.erase(it);
     forget_holder_sums(a);
+    worded_.clear();
   }
 }
 
@@ -205,6 +207,9 @@ void QuotaBook::add_kept(std::string_view group, const Resources& per_replica, s
   charge(a.used, per_replica, replicas);
   if (holder.empty()) return;
   a.holdings.push_back({holder, &per_replica, replicas});
+  for (const auto& [name, amount] : per_replica.amounts()) {
+    if (amount != 0 && replicas != 0) ++slot(a.holdings_of, resource_id(name));
+  }
 }
 
 void QuotaBook::hold(std::string_view group, const Resources& per_replica, std::int64_t replicas) {
@@ -383,7 +388,6 @@ void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_re
     f.requested = narrow(requested);
     f.guaranteed = *guaranteed;
     f.limit = *guaranteed;
-    f.holders = top_holders(a, r);
     auto ceiling = ceiling_of(a, group, r);
     bool cohort = !group.cohort.empty() && ceiling && *ceiling > *guaranteed;
     if (cohort) {
@@ -410,7 +414,7 @@ void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_re
                        [](const auto& x, const auto& y) { return x.second > y.second; });
       f.borrowers = borrowers;
     }
-    refused(f);
+    refused(f, a, r);
   }
 }
 
@@ -418,7 +422,10 @@ std::vector<PendingReason> QuotaBook::check(const ResourceGroup& group, const Re
                                             bool may_borrow, bool count_held) const {
   std::vector<PendingReason> out;
   each_refusal(group, per_replica, replicas, may_borrow, count_held,
-               [&](const reasons::QuotaFigures& f) { out.push_back(reasons::quota(f)); });
+               [&](reasons::QuotaFigures& f, const Account* a, Resource r) {
+                 f.holders = top_holders(a, r);
+                 out.push_back(reasons::quota(f));
+               });
   return out;
 }
 
@@ -430,38 +437,44 @@ void append_text(std::string& k, std::string_view text) {
   k.append(text);
 }
 
-void append_pairs(std::string& k, reasons::NamedAmountsView items) {
-  append_bytes(k, items.size());
-  for (const auto& [name, amount] : items) {
-    append_text(k, name);
-    append_bytes(k, amount);
-  }
-}
-
-// Every figure reasons::quota reads.
-std::string figures_key(const reasons::QuotaFigures& f) {
-  std::string k;
-  k.reserve(128);
-  append_text(k, f.resource_group);
-  append_text(k, f.resource);
-  for (std::int64_t v : {f.used, f.requested, f.guaranteed, f.limit, f.ceiling, f.cohort_idle}) append_bytes(k, v);
-  append_pairs(k, f.holders);
-  append_text(k, f.cohort);
-  k += f.may_borrow ? 'b' : '-';
-  append_pairs(k, f.borrowers);
-  return k;
-}
-
 }  // namespace
 
 std::vector<Reasons::Shared> QuotaBook::refusals(const ResourceGroup& group, const Resources& per_replica,
                                                  int replicas, bool may_borrow, bool count_held) const {
   std::vector<Reasons::Shared> out;
-  each_refusal(group, per_replica, replicas, may_borrow, count_held, [&](const reasons::QuotaFigures& f) {
-    auto [it, added] = worded_.try_emplace(figures_key(f));
-    if (added) it->second = Reasons::make(reasons::quota(f));
-    out.push_back(it->second);
-  });
+  each_refusal(group, per_replica, replicas, may_borrow, count_held,
+               [&](reasons::QuotaFigures& f, const Account* a, Resource r) {
+                 // Every figure reasons::quota reads. The account stands for
+                 // the group (and its cohort) and, with how many of its
+                 // holdings hold the resource, for its top holders: holdings
+                 // are only added between two clears of worded_ (begin_undo,
+                 // undo, remove_kept), so the holders are worked out only for
+                 // a refusal worded anew.
+                 struct Figures {  // no padding (append_bytes checks): the key is its bytes
+                   const Account* account;
+                   std::int64_t holdings;
+                   std::int64_t used, requested, guaranteed, limit, ceiling, cohort_idle;
+                   std::int32_t resource;
+                   char may_borrow, pad[3];
+                 };
+                 std::string& k = key_;
+                 k.clear();
+                 append_bytes(k, Figures{a, a != nullptr ? narrow(at(a->holdings_of, r.id)) : 0, f.used, f.requested, f.guaranteed,
+                                         f.limit, f.ceiling, f.cohort_idle, r.id, f.may_borrow ? 'b' : '-', {}});
+                 if (a == nullptr) append_text(k, f.resource_group);
+                 if (r.id < 0) append_text(k, f.resource);
+                 append_bytes(k, f.borrowers.size());
+                 for (const auto& [name, amount] : f.borrowers) {
+                   append_text(k, name);
+                   append_bytes(k, amount);
+                 }
+                 auto [it, added] = worded_.try_emplace(k);
+                 if (added) {
+                   f.holders = top_holders(a, r);
+                   it->second = Reasons::make(reasons::quota(f));
+                 }
+                 out.push_back(it->second);
+               });
   return out;
 }
 

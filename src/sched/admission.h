@@ -163,6 +163,7 @@ class QuotaBook {
     std::vector<Wide> held;
     bool has_held = false;
     std::vector<Holding> holdings;
+    std::vector<Wide> holdings_of;  // by resource id: how many holdings hold some of it
     // Per holder, what its holdings add up to (by resource id), for
     // top_holders(): summed on the first refusal that names holders and
     // brought up to date after (holdings only grow). Caches in a const
@@ -219,12 +220,15 @@ class QuotaBook {
   std::span<const std::pair<std::string_view, std::int64_t>> top_holders(const Account* a, Resource r) const;
   // Forgets the account's holder sums (holdings gone): summed again when next asked.
   static void forget_holder_sums(Account& a);
-  // Calls `refused` with the figures of each resource check() refuses.
+  // Calls `refused(figures, account, resource)` for each resource check()
+  // refuses; the figures' holders are left for it to fill (top_holders).
   template <class F>
   void each_refusal(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
                     bool count_held, F&& refused) const;
-  // Reasons worded by refusals(), by their figures (a byte key); dropped by begin_undo().
+  // Reasons worded by refusals(), by their figures (a byte key); dropped by
+  // begin_undo(), undo() and remove_kept().
   mutable FlatStringMap<Reasons::Shared> worded_;
+  mutable std::string key_;  // refusals()' buffer
 
   std::deque<std::string> resource_names_;                // by id
   std::unordered_map<std::string_view, int> resource_ids_;  // views of resource_names_
