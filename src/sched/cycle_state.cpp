@@ -1046,6 +1046,7 @@ void CycleState::begin_cycle() {
   CP_CHECK(!in_cycle_, "begin_cycle: a cycle is already open");
   in_cycle_ = true;
   stopping_memo_.clear();  // deltas since the last cycle changed what stops
+  scope_stopping_memo_.clear();
   static_nodes_.clear();   // and what nodes are
   preemptible_on_.clear();  // and what runs where
   preemptible_of_.clear();
@@ -1077,6 +1078,7 @@ void CycleState::end_cycle() {
   for (std::size_t w : claimed_list_) claimed_[w] = false;
   claimed_list_.clear();
   stopping_memo_.clear();
+  scope_stopping_memo_.clear();
   // Holds are the cycle's alone: the snapshot has none.
   nodes_with_holds_.clear();
   for (auto& held : holds_by_cluster_) held.clear();
@@ -1159,6 +1161,19 @@ void CycleState::index_stopping(std::size_t p) {
 
 std::vector<std::size_t> CycleState::stopping_in_quota_scope(const ResourceGroup& g,
                                                              const std::vector<std::string>& clusters) const {
+  // Asked by most tasks short of quota, while the answer changes only as
+  // work is marked stopping or claimed: kept per (group, clusters).
+  StoppingMemo& memo = scope_stopping_memo_[{&g, &clusters}];
+  if (memo.changes == stopping_changes_ && memo.group == g.name && memo.clusters == clusters) return memo.works;
+  memo.changes = stopping_changes_;
+  memo.group = g.name;
+  memo.clusters = clusters;
+  memo.works = gather_scope_stopping(g, clusters);
+  return memo.works;
+}
+
+std::vector<std::size_t> CycleState::gather_scope_stopping(const ResourceGroup& g,
+                                                           const std::vector<std::string>& clusters) const {
   // By cluster rank (in the work's facts): no name to compare. The ranks
   // are looked up only once some work is asked about.
   std::optional<FewNodes> ranks;

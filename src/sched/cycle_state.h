@@ -477,6 +477,11 @@ class CycleState final : public LoadView {
     }
   };
   mutable std::unordered_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> stopping_memo_;
+  // stopping_in_quota_scope's answers, kept the same way (the group's name
+  // in `group`).
+  mutable std::unordered_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> scope_stopping_memo_;
+  std::vector<std::size_t> gather_scope_stopping(const ResourceGroup& group,
+                                                 const std::vector<std::string>& clusters) const;
   std::uint64_t stopping_changes_ = 1;  // a memo of 0 changes is never current
   std::vector<std::size_t> gather_stopping(std::string_view group, const std::vector<std::string>& clusters) const;
   // preemptible_on() by cluster, preemptible_of() by group; dropped at begin_cycle.
