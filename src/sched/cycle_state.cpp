@@ -596,15 +596,14 @@ void CycleState::mark_stopping(std::size_t w) {
   }
 }
 
-std::vector<std::size_t> CycleState::stopping_within(std::string_view group,
-                                                     const std::vector<std::string>& clusters) const {
+const std::vector<std::size_t>& CycleState::stopping_within(std::string_view group,
+                                                            const std::vector<std::string>& clusters) const {
   // Asked by most blocked tasks of a big queue, while the answer changes
   // only as work is marked stopping or claimed: kept per (group, clusters).
   StoppingMemo& memo = stopping_memo_[{group.data(), &clusters}];
-  if (memo.changes == stopping_changes_ && memo.group == group && memo.clusters == clusters) return memo.works;
+  if (memo.changes == stopping_changes_ && memo.group == group) return memo.works;
   memo.changes = stopping_changes_;
   memo.group = group;
-  memo.clusters = clusters;
   memo.works = gather_stopping(group, clusters);
   return memo.works;
 }
@@ -1159,15 +1158,14 @@ void CycleState::index_stopping(std::size_t p) {
   if (group(work.resource_group) == nullptr) ++stopping_of_unknown_groups_;
 }
 
-std::vector<std::size_t> CycleState::stopping_in_quota_scope(const ResourceGroup& g,
-                                                             const std::vector<std::string>& clusters) const {
+const std::vector<std::size_t>& CycleState::stopping_in_quota_scope(const ResourceGroup& g,
+                                                                    const std::vector<std::string>& clusters) const {
   // Asked by most tasks short of quota, while the answer changes only as
   // work is marked stopping or claimed: kept per (group, clusters).
   StoppingMemo& memo = scope_stopping_memo_[{&g, &clusters}];
-  if (memo.changes == stopping_changes_ && memo.group == g.name && memo.clusters == clusters) return memo.works;
+  if (memo.changes == stopping_changes_ && memo.group == g.name) return memo.works;
   memo.changes = stopping_changes_;
   memo.group = g.name;
-  memo.clusters = clusters;
   memo.works = gather_scope_stopping(g, clusters);
   return memo.works;
 }

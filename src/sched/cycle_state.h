@@ -284,13 +284,19 @@ class CycleState final : public LoadView {
   // `group` using `clusters` (ascending ids): on one of the clusters, or
   // charged to the group's quota. In stopping_work() order, found through
   // an index rather than by looking at all of it for every blocked task.
-  std::vector<std::size_t> stopping_within(std::string_view group, const std::vector<std::string>& clusters) const;
+  // Kept until work is marked stopping or claimed, by the addresses of
+  // `group`'s characters and of `clusters`: both must live through the
+  // cycle (a snapshot's group name, a cycle's list of usable clusters). The
+  // list returned is valid until the next such call.
+  const std::vector<std::size_t>& stopping_within(std::string_view group,
+                                                  const std::vector<std::string>& clusters) const;
   // Of what stopping_within(group.name, clusters) gives, the work charged to
   // a group of the group's quota scope (quota_scope_groups), or to a group
   // the snapshot does not know (counted as in every scope), in no
-  // particular order. Found through the scope's groups' own lists.
-  std::vector<std::size_t> stopping_in_quota_scope(const ResourceGroup& group,
-                                                   const std::vector<std::string>& clusters) const;
+  // particular order. Found through the scope's groups' own lists, and kept
+  // as stopping_within's answers are.
+  const std::vector<std::size_t>& stopping_in_quota_scope(const ResourceGroup& group,
+                                                          const std::vector<std::string>& clusters) const;
   // Running work on the cluster, by index into running().
   const std::vector<std::size_t>& running_on(std::string_view cluster_id) const;
   // Nodes whose load has stopping work, and nodes with holds.
@@ -464,11 +470,11 @@ class CycleState final : public LoadView {
   // stopping_within's answers, by (group, clusters) as asked, while neither
   // a work has been marked stopping nor a stopping one claimed since
   // (stopping_changes_); dropped at each cycle's start and end, around the
-  // deltas. The key holds addresses: the group and clusters are compared too.
+  // deltas. The key holds addresses of what lives through a cycle (see
+  // stopping_within); the group's name is compared too.
   struct StoppingMemo {
     std::uint64_t changes = 0;
     std::string_view group;
-    std::vector<std::string> clusters;
     std::vector<std::size_t> works;
   };
   struct PairHash {

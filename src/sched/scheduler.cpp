@@ -339,12 +339,14 @@ class Cycle {
       // Quota is asked before any node, and only the stopping work of the
       // quota scope gives any back: where quota refuses with all of that
       // gone, the fit below would refuse too, so no node load is taken out.
-      const std::vector<std::size_t> in_scope = state_.stopping_in_quota_scope(*c.group, c.clusters->usable);
+      const std::vector<std::size_t>& in_scope = state_.stopping_in_quota_scope(*c.group, c.clusters->usable);
       if (in_scope.empty() || !quota_admits_without(state_, c, c.shapes.front(), in_scope)) return false;
     }
     // Work stopping and not yet claimed by an earlier task of this cycle.
     // Only what could make room for this task: in its clusters, or its group's quota.
-    std::vector<std::size_t> stopping = state_.stopping_within(c.group->name, c.clusters->usable);
+    // The memo's list: nothing below asks for it again or marks work stopping
+    // before it is last read (hold_over, at the end, claims).
+    const std::vector<std::size_t>& stopping = state_.stopping_within(c.group->name, c.clusters->usable);
     if (stopping.empty()) return false;
     if (!may_fit_once_gone(c, how, stopping)) return false;
     Overlay freed(state_);
