@@ -26,9 +26,7 @@ QuotaBook::QuotaBook(const std::vector<ResourceGroup>& groups) {
     Account& a = account_for(g.name);
     a.group = &g;
     for (const auto& [resource, q] : g.quota) {
-      auto id = static_cast<std::size_t>(resource_id(resource));
-      if (a.limits.size() <= id) a.limits.resize(id + 1);
-      a.limits[id] = {true, q.guaranteed, std::max(q.guaranteed, q.max.value_or(0))};
+      slot(a, resource_id(resource)).limit = {true, q.guaranteed, std::max(q.guaranteed, q.max.value_or(0))};
     }
     if (!g.cohort.empty()) cohorts_[g.cohort].push_back(&a);
   }
@@ -72,9 +70,20 @@ Wide& QuotaBook::slot(std::vector<Wide>& v, int id) {
   return v[i];
 }
 
-void QuotaBook::charge(std::vector<Wide>& v, const Resources& per_replica, std::int64_t times) {
+const QuotaBook::Slot& QuotaBook::slot_at(const Account& a, int id) {
+  static constexpr Slot none{};
+  return id >= 0 && static_cast<std::size_t>(id) < a.slots.size() ? a.slots[static_cast<std::size_t>(id)] : none;
+}
+
+QuotaBook::Slot& QuotaBook::slot(Account& a, int id) {
+  auto i = static_cast<std::size_t>(id);
+  if (a.slots.size() <= i) a.slots.resize(i + 1);
+  return a.slots[i];
+}
+
+void QuotaBook::charge(Account& a, Wide Slot::*field, const Resources& per_replica, std::int64_t times) {
   for (const auto& [name, amount] : per_replica.amounts()) {
-    slot(v, resource_id(name)) += static_cast<Wide>(amount) * times;
+    slot(a, resource_id(name)).*field += static_cast<Wide>(amount) * times;
   }
 }
 
@@ -96,7 +105,7 @@ std::optional<std::int64_t> QuotaBook::kept_limit(const Account& a, Resource r, 
   // Every name of a group's quota has an id: one without is not named.
   if (r.id < 0) return r.name == kCpu || r.name == kMemory ? std::nullopt : std::optional<std::int64_t>(0);
   auto i = static_cast<std::size_t>(r.id);
-  if (i < a.limits.size() && a.limits[i].named) return a.limits[i].*field;
+  if (i < a.slots.size() && a.slots[i].limit.named) return a.slots[i].limit.*field;
   if (open_by_default_[i]) return std::nullopt;
   return 0;
 }
@@ -121,7 +130,7 @@ QuotaBook::Account& QuotaBook::changing(std::string_view group) { return changin
 QuotaBook::Account& QuotaBook::changing(Account& a) {
   if (recording_ && a.saved_in != undo_epoch_) {
     a.saved_in = undo_epoch_;
-    saved_.push_back({&a, a.used, a.held, a.has_held, a.holdings.size()});
+    saved_.push_back({&a, a.slots, a.has_held, a.holdings.size()});
   }
   return a;
 }
@@ -141,8 +150,7 @@ void QuotaBook::undo() {
   worded_.clear();
   for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
     Account& a = *it->account;
-    a.used = std::move(it->used);
-    a.held = std::move(it->held);
+    a.slots = std::move(it->slots);
     a.has_held = it->has_held;
     if (a.holdings.size() != it->holdings) {
       a.holdings.resize(it->holdings);
@@ -162,7 +170,7 @@ void QuotaBook::undo() {
 
 void QuotaBook::remove_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas) {
   Account& a = changing(group);
-  charge(a.used, per_replica, -replicas);
+  charge(a, &Slot::used, per_replica, -replicas);
   auto it = std::find_if(a.holdings.begin(), a.holdings.end(),
                          [&](const Holding& h) { return h.per_replica == &per_replica && h.replicas == replicas; });
   if (it != a.holdings.end()) {
@@ -175,7 +183,7 @@ void QuotaBook::remove_kept(std::string_view group, const Resources& per_replica
 void QuotaBook::add(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                     std::string_view holder) {
   if (holder.empty()) {
-    charge(changing(group).used, per_replica, replicas);
+    charge(changing(group), &Slot::used, per_replica, replicas);
     return;
   }
   kept_.push_back(per_replica);
@@ -193,18 +201,18 @@ std::optional<QuotaBook::Charge> QuotaBook::resolve(std::string_view group, cons
 
 void QuotaBook::add(const Charge& charge, std::int64_t replicas) {
   Account& a = changing(*charge.account);
-  for (const auto& [id, amount] : charge.amounts) slot(a.used, id) += static_cast<Wide>(amount) * replicas;
+  for (const auto& [id, amount] : charge.amounts) slot(a, id).used += static_cast<Wide>(amount) * replicas;
 }
 
 void QuotaBook::add(std::string_view group, const Tally& used) {
   Account& a = changing(group);
-  for (const auto& [name, amount] : used.amounts()) slot(a.used, resource_id(name)) += amount;
+  for (const auto& [name, amount] : used.amounts()) slot(a, resource_id(name)).used += amount;
 }
 
 void QuotaBook::add_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                          std::string_view holder) {
   Account& a = changing(group);
-  charge(a.used, per_replica, replicas);
+  charge(a, &Slot::used, per_replica, replicas);
   if (holder.empty()) return;
   a.holdings.push_back({holder, &per_replica, replicas});
   for (const auto& [name, amount] : per_replica.amounts()) {
@@ -214,15 +222,16 @@ void QuotaBook::add_kept(std::string_view group, const Resources& per_replica, s
 
 void QuotaBook::hold(std::string_view group, const Resources& per_replica, std::int64_t replicas) {
   Account& a = changing(group);
-  charge(a.held, per_replica, replicas);
+  charge(a, &Slot::held, per_replica, replicas);
   a.has_held = true;
   has_holds_ = true;
 }
 
 Wide QuotaBook::in_use(const Account* a, Resource r, bool count_held) {
   if (a == nullptr) return 0;
-  Wide n = at(a->used, r.id);
-  if (count_held && a->has_held) n += at(a->held, r.id);
+  const Slot& s = slot_at(*a, r.id);
+  Wide n = s.used;
+  if (count_held && a->has_held) n += s.held;
   return n;
 }
 
@@ -275,14 +284,14 @@ Wide QuotaBook::borrowed(const Account* a, Resource r) const {
   if (a == nullptr || a->group == nullptr) return 0;
   auto limit = limit_of(a, *a->group, r);
   if (!limit) return 0;
-  Wide over = at(a->used, r.id) - *limit;
+  Wide over = slot_at(*a, r.id).used - *limit;
   return over > 0 ? over : 0;
 }
 
 bool QuotaBook::above_guarantee(const Account& a, std::string_view resource, Wide amount, int replicas) const {
   const Resource r = find_resource(resource);
   auto limit = limit_of(&a, *a.group, r);
-  return limit && at(a.used, r.id) + amount * replicas > *limit;
+  return limit && slot_at(a, r.id).used + amount * replicas > *limit;
 }
 
 std::vector<std::string> QuotaBook::would_borrow(std::string_view name, const Resources& per_replica,
