@@ -1019,7 +1019,7 @@ std::vector<CycleState::Preemptible> CycleState::sorted_preemptible(const std::v
   std::vector<Preemptible> out;
   for (std::size_t w : works) {
     const WorkFacts& f = facts(w);
-    if (f.preemptible) out.push_back({f.priority, f.group, w});
+    if (f.preemptible) out.push_back({f.priority, f.cluster, f.group, w});
   }
   std::sort(out.begin(), out.end(), [](const Preemptible& a, const Preemptible& b) {
     return std::tie(a.priority, a.work) < std::tie(b.priority, b.work);

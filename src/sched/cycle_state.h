@@ -421,6 +421,7 @@ class CycleState final : public LoadView {
   // work there. Built on first use in a cycle (works do not change inside one).
   struct Preemptible {
     int priority;
+    int cluster;                 // WorkFacts::cluster: a walk skips other clusters' work without its facts
     const ResourceGroup* group;  // WorkFacts::group
     std::size_t work;
   };

@@ -129,10 +129,6 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
     // Neither kind can hold (reclaim needs reclaim_ok): skip the lookups below.
     if (!priority && !reclaim_ok) return;
     if (!frees_something(state, w, request)) return;
-    if (blocked == Blocked::kQuota &&
-        std::find(cluster_ranks.begin(), cluster_ranks.end(), facts.cluster) == cluster_ranks.end()) {
-      return;
-    }
     const RunningWork& work = state.running(w);
     const ResourceGroup* g = facts.group;
     // Groups are the snapshot's, one object per name: the pointer says it
@@ -150,12 +146,18 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
   };
   // Only preemptible work, lowest priority first. Work of a priority not
   // below the task's can only be reclaimed: without reclaim the walk stops
-  // there, with it only work of another group of the cohort goes on.
+  // there, with it only work of another group of the cohort goes on. Short
+  // of quota, the works of the scope's groups on other clusters are passed
+  // over here, before their facts are read (most of what such a walk meets).
   auto walk = [&](std::span<const CycleState::Preemptible> works) {
     for (const CycleState::Preemptible& p : works) {
       if (p.priority >= task.priority || !priority_ok) {
         if (!reclaim_ok) return;
         if (!reclaim_from(p.group)) continue;
+      }
+      if (blocked == Blocked::kQuota &&
+          std::find(cluster_ranks.begin(), cluster_ranks.end(), p.cluster) == cluster_ranks.end()) {
+        continue;
       }
       consider(p.work);
     }
