@@ -414,7 +414,7 @@ void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_re
       auto members = cohorts_.find(group.cohort);
       if (members != cohorts_.end()) {
         for (const Account* m : members->second) {
-          if (m->name == group.name) continue;
+          if (m == a) continue;  // the group itself (its account, or none)
           Wide over = borrowed(m, r);
           if (over > 0) borrowers.emplace_back(m->name, narrow(over));
         }
