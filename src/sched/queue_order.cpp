@@ -325,6 +325,10 @@ void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
 }
 
 std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& queue, const QueueOrder& order) {
+  return std::move(grouped_order(queue, order).tasks);
+}
+
+GroupedOrder grouped_order(const std::vector<QueuedTask>& queue, const QueueOrder& order) {
   // Groups in name order, so the merge below never depends on input order
   // (gathered by a hash of views of the queue's names, then sorted by name).
   std::unordered_map<std::string_view, std::vector<const QueuedTask*>> by_name;
@@ -358,12 +362,16 @@ std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& q
   }
   std::make_heap(heap.begin(), heap.end(), later);
 
-  std::vector<const QueuedTask*> out;
-  out.reserve(queue.size());
+  GroupedOrder out;
+  out.tasks.reserve(queue.size());
+  out.group_of.reserve(queue.size());
+  out.groups.reserve(groups.size());
+  for (const auto& [name, tasks] : groups) out.groups.push_back(name);
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), later);
     Cursor& c = heap.back();
-    out.push_back((*c.tasks)[c.next++]);
+    out.tasks.push_back((*c.tasks)[c.next++]);
+    out.group_of.push_back(static_cast<std::uint32_t>(c.rank));
     if (c.next < c.tasks->size()) {
       c.read();
       // The group's next head after this one, on its way while others are merged.

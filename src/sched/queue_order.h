@@ -4,6 +4,7 @@
 // resource group without touching the rest of the cycle (Mesos's sorter).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -88,5 +89,15 @@ bool comes_before(const QueuedTask& a, const QueuedTask& b);
 // while a high-priority head in one group still goes before a low one in
 // another (the groups may share nodes).
 std::vector<const QueuedTask*> processing_order(const std::vector<QueuedTask>& queue, const QueueOrder& order);
+
+// The same order, with the resource group of each task as a position among
+// the names the queue holds (each name read once here, so that the cycle
+// looks each group up once, not once per task).
+struct GroupedOrder {
+  std::vector<const QueuedTask*> tasks;
+  std::vector<std::uint32_t> group_of;   // per task: a position in `groups`
+  std::vector<std::string_view> groups;  // the queue's resource group names, ascending (views of its strings)
+};
+GroupedOrder grouped_order(const std::vector<QueuedTask>& queue, const QueueOrder& order);
 
 }  // namespace cp::sched

@@ -58,8 +58,10 @@ void append_where(std::string& k, const Task& t) {
   }
 }
 
-std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const QueuedTask& queued, Millis now,
-                                                  GroupClusters& plain, PinnedClusters& pinned, TaskContext& c) {
+// `group`: state.group(task.resource_group), looked up once per group by the caller.
+std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const QueuedTask& queued,
+                                                  const ResourceGroup* group, Millis now, GroupClusters& plain,
+                                                  PinnedClusters& pinned, TaskContext& c) {
   const Task& task = queued.task;
   c.queued = &queued;
   c.task = &task;
@@ -76,7 +78,7 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
     if (request->wants_gpus() && !request->any_gpu()) request->gpu_type_id = state.gpu_type_id(request->gpu_type);
     c.shapes.push_back(std::move(*request));
   }
-  c.group = state.group(task.resource_group);
+  c.group = group;
   if (c.group == nullptr) return std::vector{reasons::unknown_group(task.resource_group)};
   c.priority_class = state.priority_class(task.priority_class);
   c.may_borrow = c.priority_class == nullptr || c.priority_class->preemptible;
@@ -168,12 +170,16 @@ class Cycle {
     // About one class in three tasks fails (a big queue's shapes vary):
     // room for them at once rather than moving every one as the map grows.
     failed_.reserve(queue.size() / 3);
-    const std::vector<const QueuedTask*> tasks = processing_order(queue, order);
+    const GroupedOrder ordered = grouped_order(queue, order);
+    const std::vector<const QueuedTask*>& tasks = ordered.tasks;
+    std::vector<const ResourceGroup*> groups;
+    groups.reserve(ordered.groups.size());
+    for (std::string_view name : ordered.groups) groups.push_back(state_.group(name));
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       if (i + 3 < tasks.size()) prefetch::lines(*tasks[i + 3]);
       if (i + 2 < tasks.size()) prefetch::heap(tasks[i + 2]->task);
       if (i + 1 < tasks.size()) prefetch::names(tasks[i + 1]->task);
-      one(*tasks[i]);
+      one(*tasks[i], groups[ordered.group_of[i]]);
     }
     return std::move(plan_);
   }
@@ -201,10 +207,10 @@ class Cycle {
     std::optional<Behind> behind;
   };
 
-  void one(const QueuedTask& queued) {
+  void one(const QueuedTask& queued, const ResourceGroup* group) {
     TaskContext c;
     c.project = state_.project(queued.task.project_group);
-    if (auto refused = prepare(state_, queued, now_, plain_clusters_, pinned_clusters_, c)) {
+    if (auto refused = prepare(state_, queued, group, now_, plain_clusters_, pinned_clusters_, c)) {
       pend(queued.task.id, Reasons(std::move(*refused)));
       return;
     }

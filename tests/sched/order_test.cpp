@@ -143,5 +143,22 @@ TEST(ProcessingOrder, MergesGroupsByTheirHeads) {
   EXPECT_EQ(ids, (std::vector<std::string>{"b2", "a1", "b1", "a2"}));
 }
 
+TEST(ProcessingOrder, NamesEachTasksGroupOnce) {
+  // grouped_order: the same order, each task with its group's position
+  // among the queue's group names (ascending, each once).
+  Queue q;
+  q.task("a1", "rg-a", "cpu:1", 1, 5);
+  q.task("c1", "rg-c", "cpu:1", 1, 7);
+  q.task("b1", "rg-b", "cpu:1", 1, 3);
+  q.task("a2", "rg-a", "cpu:1", 1, 1);
+  const GroupedOrder g = grouped_order(q.tasks, PriorityOrder{});
+  EXPECT_EQ(g.groups, (std::vector<std::string_view>{"rg-a", "rg-b", "rg-c"}));
+  ASSERT_EQ(g.tasks.size(), 4u);
+  ASSERT_EQ(g.group_of.size(), 4u);
+  std::vector<const QueuedTask*> plain = processing_order(q.tasks, PriorityOrder{});
+  EXPECT_EQ(g.tasks, plain);
+  for (std::size_t i = 0; i < g.tasks.size(); ++i) EXPECT_EQ(g.groups[g.group_of[i]], g.tasks[i]->task.resource_group);
+}
+
 }  // namespace
 }  // namespace cp::sched::testing
