@@ -468,8 +468,9 @@ std::vector<Reasons::Shared> QuotaBook::refusals(const ResourceGroup& group, con
                  };
                  std::string& k = key_;
                  k.clear();
-                 append_bytes(k, Figures{a, a != nullptr ? narrow(at(a->holdings_of, r.id)) : 0, f.used, f.requested, f.guaranteed,
-                                         f.limit, f.ceiling, f.cohort_idle, r.id, f.may_borrow ? 'b' : '-', {}});
+                 const std::int64_t holdings = a != nullptr ? narrow(at(a->holdings_of, r.id)) : 0;
+                 append_bytes(k, Figures{a, holdings, f.used, f.requested, f.guaranteed, f.limit, f.ceiling,
+                                         f.cohort_idle, r.id, f.may_borrow ? 'b' : '-', {}});
                  if (a == nullptr) append_text(k, f.resource_group);
                  if (r.id < 0) append_text(k, f.resource);
                  append_bytes(k, f.borrowers.size());

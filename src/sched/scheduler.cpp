@@ -272,7 +272,9 @@ class Cycle {
     ModeView free_of_holds(state_, LoadMode::kNoHolds);
     Fit f = fit_shapes(state_, free_of_holds, c, false, Want::kNode);
     if (!f.found()) return false;
-    std::vector<std::size_t> nodes;
+    // The cycle's buffers (asked for most tasks short of quota): no allocation per answer.
+    std::vector<std::size_t>& nodes = behind_nodes_;
+    nodes.clear();
     if (f.node) {
       nodes.push_back(*f.node);
     } else {
@@ -280,17 +282,23 @@ class Cycle {
         if (auto i = state_.node_index(f.placement->cluster_id, r.node)) nodes.push_back(*i);
       }
     }
-    std::vector<std::string_view> holders;  // views: the state does not change below
+    std::vector<std::string_view>& holders = behind_holders_;  // views: the state does not change below
+    holders.clear();
     state_.holders_on(nodes, holders);
     state_.quota_holders(c.group->name, holders);
     std::sort(holders.begin(), holders.end());
     holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
     // Behind the same tasks as an earlier answer (of any class): the same
     // reason. Found by the ids joined (an id holds no NUL).
-    std::string key;
+    std::string& key = behind_key_;
+    key.clear();
     for (std::string_view h : holders) key.append(h).push_back('\0');
-    Reasons::Shared& reason = behind_reasons_[key];
-    if (!reason) reason = Reasons::make(reasons::reservation(std::vector<std::string>(holders.begin(), holders.end())));
+    auto known = behind_reasons_.find(std::string_view(key));
+    if (known == behind_reasons_.end()) {
+      std::vector<std::string> held_for(holders.begin(), holders.end());
+      known = behind_reasons_.emplace(key, Reasons::make(reasons::reservation(held_for))).first;
+    }
+    const Reasons::Shared& reason = known->second;
     // One shape that fits without holds: quota admitted it (gpu/any: per type).
     std::vector<signed char> admitted;
     if (c.shapes.size() == 1) {
@@ -515,6 +523,9 @@ class Cycle {
   // says no more than that, and most blocked tasks of a group wait behind
   // the same one or two.
   FlatStringMap<Reasons::Shared> behind_reasons_;
+  std::string behind_key_;
+  std::vector<std::size_t> behind_nodes_;
+  std::vector<std::string_view> behind_holders_;
   Plan plan_;
 };
 
