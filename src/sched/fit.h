@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "sched/cycle_state.h"
 #include "sched/feasible.h"
 #include "sched/request.h"
@@ -28,7 +30,9 @@ struct TaskContext {
   // Shared by the tasks of a group that neither pin a cluster, select
   // clusters nor are bound to a storage pool: theirs depend on the group alone.
   std::shared_ptr<const ClusterFeasibility> clusters;
-  std::vector<Request> shapes;  // the shapes open now, primary first
+  // The shapes open now, primary first: nearly always one or two, kept in
+  // place (no allocation per task).
+  boost::container::small_vector<Request, 2> shapes;
 };
 
 enum class Blocked { kNo, kQuota, kCapacity };
