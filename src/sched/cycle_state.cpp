@@ -929,29 +929,39 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
   const bool spread = policy == PlacementPolicy::spread;
   auto fits = [&](std::size_t i) { return !node_misfit(nodes_[i], loads.load(i), group, request, o.mode); };
   auto skip = [&](const FreeOrder::Entry& e) { return o.out_of_order(e.node, loads_[e.node]); };
-  auto other_project = [&](const FreeOrder::Entry& e) {
-    return skip(e) || (e.holder != kNoProject && e.holder != project);
-  };
   // Nodes that may be an attempt's best: per cluster and type, walking that
   // type's orders over the nodes whose own type it is (as best_single does
   // for one type); then the nodes asked one by one.
   FewNodes candidates;
   const FewNodes ranks = ranks_of(clusters);
   const Wide need = need_in_order(request);
-  for (std::size_t rank : ranks) {
-    for (std::size_t t = 0; t < order_->types(); ++t) {
-      if (!walk_type[t]) continue;
-      auto own = [&](std::size_t i) { return nodes_[i].primary_type == static_cast<int>(t) && fits(i); };
-      if (auto i = walk(order_->single(rank, static_cast<int>(t)), need, spread, other_project, own)) {
-        candidates.push_back(*i);
-      }
-      if (auto i = walk(order_->offering(rank, static_cast<int>(t)), need, spread, skip, own)) {
-        candidates.push_back(*i);
+  // The same walks over one order: skipping what `skip_here` says.
+  auto walk_order = [&](const FreeOrder& order, auto skip_here) {
+    for (std::size_t rank : ranks) {
+      for (std::size_t t = 0; t < order.types(); ++t) {
+        if (!walk_type[t]) continue;
+        auto own = [&](std::size_t i) { return nodes_[i].primary_type == static_cast<int>(t) && fits(i); };
+        auto other_project = [&](const FreeOrder::Entry& e) {
+          return skip_here(e) || (e.holder != kNoProject && e.holder != project);
+        };
+        if (auto i = walk(order.single(rank, static_cast<int>(t)), need, spread, other_project, own)) {
+          candidates.push_back(*i);
+        }
+        if (auto i = walk(order.offering(rank, static_cast<int>(t)), need, spread, skip_here, own)) {
+          candidates.push_back(*i);
+        }
       }
     }
-  }
-  for (std::size_t i : out_of_order_nodes(o, ranks, request)) {
-    if (wanted(i) && fits(i)) candidates.push_back(i);
+  };
+  walk_order(*order_, skip);
+  if (o.mode == LoadMode::kNoHolds) {
+    // Without holds, the held nodes (passed over above) have an order of
+    // their own, as in best_single, rather than each asked on its own.
+    walk_order(*held_order_, [](const FreeOrder::Entry&) { return false; });
+  } else {
+    for (std::size_t i : out_of_order_nodes(o, ranks, request)) {
+      if (wanted(i) && fits(i)) candidates.push_back(i);
+    }
   }
   for (std::size_t i : unordered_primary_) {
     if (std::find(ranks.begin(), ranks.end(), nodes_[i].cluster_rank) != ranks.end() && wanted(i) && fits(i)) {
