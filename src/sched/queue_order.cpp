@@ -97,6 +97,42 @@ void amounts_of(const Task& t, const Denominators& denom, std::span<double> out)
   }
 }
 
+// Names to positions 0, 1, 2... as they are added. A run's tasks name a
+// few projects, and each project a few users: those are found by a walk
+// over copies kept side by side (no hash, and no read of a string far away
+// in the queue); past kLinear names, by a hash.
+class NameIndex {
+ public:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  std::size_t find(std::string_view name) const {
+    if (names_.size() <= kLinear) {
+      for (std::size_t i = 0; i < names_.size(); ++i) {
+        if (names_[i] == name) return i;
+      }
+      return npos;
+    }
+    auto it = many_.find(name);
+    return it == many_.end() ? npos : it->second;
+  }
+  // `name`'s position (find() said npos).
+  std::size_t add(std::string_view name) {
+    const std::size_t at = names_.size();
+    names_.emplace_back(name);
+    if (names_.size() == kLinear + 1) {
+      for (std::size_t i = 0; i < names_.size(); ++i) many_.emplace(names_[i], i);
+    } else if (names_.size() > kLinear + 1) {
+      many_.emplace(names_.back(), at);
+    }
+    return at;
+  }
+
+ private:
+  static constexpr std::size_t kLinear = 8;
+  std::vector<std::string> names_;
+  StringMap<std::size_t> many_;
+};
+
 std::string user_key(std::string_view project, std::string_view user) {
   std::string k(project);
   k += '\0';
@@ -124,15 +160,13 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   };
   struct Project {
     std::size_t held;
-    std::vector<std::size_t> users;  // positions in `users`
-    StringMap<std::size_t> user_at;  // by user name: its position in `users`
+    std::vector<std::size_t> users;  // positions in `users`, in the order of user_at's names
+    NameIndex user_at;
   };
   std::vector<double> amounts;  // every project's and user's held amounts, `width` each
   std::vector<Project> projects;
   std::vector<User> users;
-  // Names copied: a lookup compares with a key at hand, not with a string
-  // of the task that first named the project, far away in the queue.
-  StringMap<std::size_t> project_at;
+  NameIndex project_at;  // positions in `projects`
   auto held_at = [&](std::size_t at) { return std::span<double>(amounts).subspan(at, width); };
   // Amounts of a new holder: what it holds now (zero when nothing), appended.
   auto held_now = [&](const FairShareOrder::Held* table, std::string_view key) {
@@ -153,20 +187,23 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     if (k + 2 < run.size()) prefetch::holder_names(run[k + 2]->task);
     if (k + 1 < run.size()) prefetch::names(run[k + 1]->task);
     const Task& t = run[k]->task;
-    auto p = project_at.find(t.project_group);
-    if (p == project_at.end()) {
-      p = project_at.emplace(t.project_group, projects.size()).first;
+    std::size_t p = project_at.find(t.project_group);
+    if (p == NameIndex::npos) {
+      p = project_at.add(t.project_group);
       projects.push_back({held_now(by_project, t.project_group), {}, {}});
     }
-    Project& project = projects[p->second];
-    auto u = project.user_at.find(t.user);
-    if (u == project.user_at.end()) {
-      u = project.user_at.emplace(t.user, users.size()).first;
+    Project& project = projects[p];
+    std::size_t u = project.user_at.find(t.user);
+    if (u == NameIndex::npos) {
+      project.user_at.add(t.user);
+      u = users.size();
       const std::size_t held = held_now(by_user, user_key(t.project_group, t.user));
       users.push_back({held, dominant_at(held), {}, 0});
-      project.users.push_back(u->second);
+      project.users.push_back(u);
+    } else {
+      u = project.users[u];
     }
-    users[u->second].tasks.push_back(k);
+    users[u].tasks.push_back(k);
     amounts_of(t, denom, std::span<double>(adds).subspan(k * width, width));
   }
   // A user's next task, as its position in the run.
