@@ -404,19 +404,35 @@ GroupedOrder grouped_order(const std::vector<QueuedTask>& queue, const QueueOrde
   out.group_of.reserve(queue.size());
   out.groups.reserve(groups.size());
   for (const auto& [name, tasks] : groups) out.groups.push_back(name);
+  // The top cursor, its head taken, moves down to where its next head
+  // belongs: one pass down the heap, not a pop and a push (a total order:
+  // the same sequence either way).
+  auto sift_top = [&] {
+    const std::size_t n = heap.size();
+    Cursor moving = heap.front();
+    std::size_t at = 0;
+    for (std::size_t child = 1; child < n; child = 2 * at + 1) {
+      if (child + 1 < n && later(heap[child], heap[child + 1])) ++child;
+      if (!later(moving, heap[child])) break;
+      heap[at] = heap[child];
+      at = child;
+    }
+    heap[at] = moving;
+  };
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    Cursor& c = heap.back();
+    Cursor& c = heap.front();
     out.tasks.push_back((*c.tasks)[c.next++]);
     out.group_of.push_back(static_cast<std::uint32_t>(c.rank));
     if (c.next < c.tasks->size()) {
       c.read();
       // The group's next head after this one, on its way while others are merged.
       if (c.next + 1 < c.tasks->size()) prefetch::order_fields((*c.tasks)[c.next + 1]->task);
-      std::push_heap(heap.begin(), heap.end(), later);
     } else {
+      c = heap.back();
       heap.pop_back();
+      if (heap.empty()) break;
     }
+    sift_top();
   }
   return out;
 }
