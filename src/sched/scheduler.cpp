@@ -32,9 +32,10 @@ namespace {
 //                    task may use; outages of other clusters are not its news.
 // Quota comes first inside fit_shape(): it depends on the group alone, and
 // when both quota and capacity are short, quota is the answer a user can act on.
-// The clusters of tasks of `group` with no pin, cluster selector or storage
-// pool: cluster states do not change within a cycle, so one answer per group.
-using GroupClusters = std::unordered_map<const ResourceGroup*, std::shared_ptr<const ClusterFeasibility>>;
+// The clusters of tasks of a group with no pin, cluster selector or storage
+// pool: cluster states do not change within a cycle, so one answer per
+// group, kept by the group's position in the cycle's order (GroupedOrder).
+using GroupClusters = std::shared_ptr<const ClusterFeasibility>;
 // The same for the others, by what feasible_clusters reads of them (a byte
 // key: the group's address, then where_key).
 struct PinnedClusters {
@@ -58,7 +59,8 @@ void append_where(std::string& k, const Task& t) {
   }
 }
 
-// `group`: state.group(task.resource_group), looked up once per group by the caller.
+// `group`: state.group(task.resource_group), looked up once per group by the
+// caller; `plain`: that group's answer for tasks with no pin, selector or pool.
 std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const QueuedTask& queued,
                                                   const ResourceGroup* group, Millis now, GroupClusters& plain,
                                                   PinnedClusters& pinned, TaskContext& c) {
@@ -83,9 +85,8 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
   c.priority_class = state.priority_class(task.priority_class);
   c.may_borrow = c.priority_class == nullptr || c.priority_class->preemptible;
   if (task.cluster.empty() && task.cluster_selector.empty() && task.storage_pool.empty()) {
-    auto& known = plain[c.group];
-    if (!known) known = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
-    c.clusters = known;
+    if (!plain) plain = std::make_shared<const ClusterFeasibility>(feasible_clusters(state, *c.group, task));
+    c.clusters = plain;
   } else {
     // Pinned, selecting or bound to a pool: one answer per (group, pin,
     // pool, selector) too, all that feasible_clusters reads of the task.
@@ -175,11 +176,12 @@ class Cycle {
     std::vector<const ResourceGroup*> groups;
     groups.reserve(ordered.groups.size());
     for (std::string_view name : ordered.groups) groups.push_back(state_.group(name));
+    std::vector<GroupClusters> plain_clusters(groups.size());
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       if (i + 3 < tasks.size()) prefetch::lines(*tasks[i + 3]);
       if (i + 2 < tasks.size()) prefetch::heap(tasks[i + 2]->task);
       if (i + 1 < tasks.size()) prefetch::names(tasks[i + 1]->task);
-      one(*tasks[i], groups[ordered.group_of[i]]);
+      one(*tasks[i], groups[ordered.group_of[i]], plain_clusters[ordered.group_of[i]]);
     }
     return std::move(plan_);
   }
@@ -207,10 +209,10 @@ class Cycle {
     std::optional<Behind> behind;
   };
 
-  void one(const QueuedTask& queued, const ResourceGroup* group) {
+  void one(const QueuedTask& queued, const ResourceGroup* group, GroupClusters& plain) {
     TaskContext c;
     c.project = state_.project(queued.task.project_group);
-    if (auto refused = prepare(state_, queued, group, now_, plain_clusters_, pinned_clusters_, c)) {
+    if (auto refused = prepare(state_, queued, group, now_, plain, pinned_clusters_, c)) {
       pend(queued.task.id, Reasons(std::move(*refused)));
       return;
     }
@@ -517,7 +519,6 @@ class Cycle {
   // Found by a view of key_ (no string built per task: transparent hash).
   FlatStringMap<Failed> failed_;
   std::string key_;
-  GroupClusters plain_clusters_;
   PinnedClusters pinned_clusters_;
   // "Behind reservation" reasons by who the room is held for: the reason
   // says no more than that, and most blocked tasks of a group wait behind
