@@ -1029,7 +1029,14 @@ std::vector<CycleState::Preemptible> CycleState::sorted_preemptible(const std::v
   std::vector<Preemptible> out;
   for (std::size_t w : works) {
     const WorkFacts& f = facts(w);
-    if (f.preemptible) out.push_back({f.priority, f.cluster, f.group, w});
+    if (!f.preemptible) continue;
+    std::uint32_t node = Preemptible::kNotOneNode;
+    const auto nodes = running_nodes(w);
+    if (!nodes.empty() && std::all_of(nodes.begin(), nodes.end(), [&](const auto& i) { return i == nodes.front(); }) &&
+        nodes.front() && *nodes.front() < Preemptible::kNotOneNode) {
+      node = static_cast<std::uint32_t>(*nodes.front());
+    }
+    out.push_back({f.priority, f.cluster, f.group, w, node});
   }
   std::sort(out.begin(), out.end(), [](const Preemptible& a, const Preemptible& b) {
     return std::tie(a.priority, a.work) < std::tie(b.priority, b.work);

@@ -420,10 +420,15 @@ class CycleState final : public LoadView {
   // priority reads the works below the task's and stops, instead of every
   // work there. Built on first use in a cycle (works do not change inside one).
   struct Preemptible {
+    static constexpr std::uint32_t kNotOneNode = 0xffffffff;
     int priority;
     int cluster;                 // WorkFacts::cluster: a walk skips other clusters' work without its facts
     const ResourceGroup* group;  // WorkFacts::group
     std::size_t work;
+    // The node every replica runs on, kNotOneNode when several (or none):
+    // a walk short of nodes passes over work on nodes the task cannot use
+    // without reading the work.
+    std::uint32_t node;
   };
   std::span<const Preemptible> preemptible_on(std::string_view cluster) const;
   std::span<const Preemptible> preemptible_of(const ResourceGroup& group);

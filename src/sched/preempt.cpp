@@ -68,12 +68,14 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
   // Per node: -1 not asked yet, else whether it could take the task at all.
   std::vector<signed char> usable_node;
   if (blocked == Blocked::kCapacity) usable_node.assign(state.nodes().size(), -1);
+  auto usable = [&](std::size_t i) {
+    signed char& known = usable_node[i];
+    if (known < 0) known = statically_fits(state.nodes()[i], *c.group, request) ? 1 : 0;
+    return known == 1;
+  };
   auto on_usable_node = [&](std::size_t w) {
     for (const auto& i : state.running_nodes(w)) {
-      if (!i) continue;
-      signed char& usable = usable_node[*i];
-      if (usable < 0) usable = statically_fits(state.nodes()[*i], *c.group, request) ? 1 : 0;
-      if (usable == 1) return true;
+      if (i && usable(*i)) return true;
     }
     return false;
   };
@@ -121,7 +123,8 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
   std::vector<Ranked> ranked;
   // The cheap questions first, from the work's facts; the work itself, and
   // its nodes, only for those that may be candidates.
-  auto consider = [&](std::size_t w) {
+  // `on_node_checked`: the work is on one node, already found usable.
+  auto consider = [&](std::size_t w, bool on_node_checked) {
     if (state.stopping(w)) return;
     const CycleState::WorkFacts& facts = state.facts(w);
     if (!facts.preemptible) return;
@@ -137,7 +140,7 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
     bool same_cohort = g != nullptr && !c.group->cohort.empty() && (g == c.group || g->cohort == c.group->cohort);
     bool reclaim = reclaim_ok && reclaim_from(g) && reclaimable(w, work);
     if (!reclaim && !priority) return;
-    if (blocked == Blocked::kCapacity && !on_usable_node(w)) return;
+    if (blocked == Blocked::kCapacity && !on_node_checked && !on_usable_node(w)) return;
     // Short of quota: only work charged to the task's group (or, for
     // borrowing, its cohort) gives quota back.
     if (blocked == Blocked::kQuota && !same_group && !same_cohort) return;
@@ -159,7 +162,9 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
           std::find(cluster_ranks.begin(), cluster_ranks.end(), p.cluster) == cluster_ranks.end()) {
         continue;
       }
-      consider(p.work);
+      const bool one_node = blocked == Blocked::kCapacity && p.node != CycleState::Preemptible::kNotOneNode;
+      if (one_node && !usable(p.node)) continue;
+      consider(p.work, one_node);
     }
   };
   if (blocked == Blocked::kQuota) {
