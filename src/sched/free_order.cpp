@@ -17,6 +17,27 @@ void erase_sorted(std::vector<FreeOrder::Entry>& v, const FreeOrder::Entry& e) {
   if (it != v.end() && it->node == e.node && it->same_key(e)) v.erase(it);
 }
 
+// The entry `was` becomes `now`: moved to its new place over the entries in
+// between (a node's free changes by one task's worth), not taken out and
+// put back by two moves of everything after it. Where `was` is not there,
+// `now` is put in.
+void move_sorted(std::vector<FreeOrder::Entry>& v, const FreeOrder::Entry& was, const FreeOrder::Entry& now) {
+  auto from = std::lower_bound(v.begin(), v.end(), was);
+  if (from == v.end() || from->node != was.node || !from->same_key(was)) {
+    insert_sorted(v, now);
+    return;
+  }
+  if (now < was) {
+    auto to = std::lower_bound(v.begin(), from, now);
+    std::move_backward(to, from, from + 1);
+    *to = now;
+  } else {
+    auto to = std::lower_bound(from + 1, v.end(), now);
+    std::move(from + 1, to, from);
+    *(to - 1) = now;
+  }
+}
+
 // A figure as an order keeps it (Entry): within 64 bits.
 std::int64_t key(Wide v) {
   constexpr Wide lo = std::numeric_limits<std::int64_t>::min(), hi = std::numeric_limits<std::int64_t>::max();
@@ -125,9 +146,19 @@ void FreeOrder::update(std::size_t node, const NodeView& view, const NodeLoad& l
   Placed now = placed_of(node, view, load);
   const Placed& was = placed_[node];
   if (now.gpu.same_key(was.gpu) && now.cpu.same_key(was.cpu) && now.gpu.holder == was.gpu.holder) return;
-  file(node, view, was, /*add=*/false);
+  for (std::uint64_t b = bits_[node]; b != 0; b &= b - 1) {
+    std::size_t at = view.cluster_rank * types_ + static_cast<std::size_t>(std::countr_zero(b));
+    move_sorted(all_[at], was.gpu, now.gpu);
+    if (was.single && now.single) {
+      move_sorted(single_[at], was.gpu, now.gpu);
+    } else if (was.single) {
+      erase_sorted(single_[at], was.gpu);
+    } else if (now.single) {
+      insert_sorted(single_[at], now.gpu);
+    }
+  }
+  move_sorted(cpu_[view.cluster_rank], was.cpu, now.cpu);
   placed_[node] = now;
-  file(node, view, now, /*add=*/true);
 }
 
 }  // namespace cp::sched
