@@ -113,9 +113,9 @@ NodeView view_of(const Node& node) {
 }  // namespace
 
 void NodeLoad::add(const Resources& per_replica, const std::vector<int>& gpu_indices, ProjectId project) {
-  used.add(per_replica);
+  const Wide gpus = used.add(per_replica);
   for (int i : gpu_indices) gpus_taken.insert(i);
-  if (per_replica.gpus() > 0 && project != kNoProject) {
+  if (gpus > 0 && project != kNoProject) {
     auto it = std::find_if(gpu_holders.begin(), gpu_holders.end(), [&](const auto& h) { return h.first == project; });
     if (it == gpu_holders.end()) {
       gpu_holders.emplace_back(project, 1);
@@ -139,7 +139,8 @@ void NodeLoad::hold(const Resources& per_replica, std::int64_t times) {
   held_gpus += per_replica.gpus() * times;
 }
 
-void NodeAmounts::add(const Resources& r, std::int64_t times) {
+Wide NodeAmounts::add(const Resources& r, std::int64_t times) {
+  Wide added_gpus = 0;
   for (const auto& [name, amount] : r.amounts()) {
     Wide a = static_cast<Wide>(amount) * times;
     if (name == kCpu) {
@@ -148,10 +149,12 @@ void NodeAmounts::add(const Resources& r, std::int64_t times) {
       memory += a;
     } else if (name.starts_with(kGpuPrefix)) {
       gpus += a;
+      added_gpus += a;
     } else {
       other.add(name, a);
     }
   }
+  return added_gpus;
 }
 
 Wide NodeAmounts::get(std::string_view name) const {

@@ -60,7 +60,8 @@ struct NodeAmounts {
   Wide gpus = 0;
   Tally other;
 
-  void add(const Resources& r, std::int64_t times = 1);
+  // Returns the GPUs it added (every gpu/* entry, times `times`).
+  Wide add(const Resources& r, std::int64_t times = 1);
   // cpu, memory, or a resource that is not a GPU (GPUs: `gpus`).
   Wide get(std::string_view name) const;
 };
