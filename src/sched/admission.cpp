@@ -313,16 +313,18 @@ bool QuotaBook::borrows(const ResourceGroup& group, const Resources& per_replica
   });
 }
 
+const std::vector<QuotaBook::Account*>* QuotaBook::cohort_members(const Account* a,
+                                                                 const ResourceGroup& group) const {
+  if (group.cohort.empty()) return nullptr;
+  if (a != nullptr && a->group == &group) return a->cohort;
+  auto it = cohorts_.find(group.cohort);
+  return it == cohorts_.end() ? nullptr : &it->second;
+}
+
 QuotaBook::CohortSums QuotaBook::cohort_sums(const Account* a, const ResourceGroup& group, Resource r,
                                              bool count_held) const {
   CohortSums sums;
-  if (group.cohort.empty()) return sums;
-  const std::vector<Account*>* members = nullptr;
-  if (a != nullptr && a->group == &group) {
-    members = a->cohort;
-  } else if (auto it = cohorts_.find(group.cohort); it != cohorts_.end()) {
-    members = &it->second;
-  }
+  const std::vector<Account*>* members = cohort_members(a, group);
   if (members == nullptr) return sums;
   for (const Account* m : *members) {
     auto limit = limit_of(m, *m->group, r);
@@ -411,9 +413,9 @@ void QuotaBook::each_refusal(const ResourceGroup& group, const Resources& per_re
         f.limit = narrow(std::max<Wide>(reachable, *guaranteed));
         if (in_use + requested <= *ceiling && requested <= idle) continue;
       }
-      auto members = cohorts_.find(group.cohort);
-      if (members != cohorts_.end()) {
-        for (const Account* m : members->second) {
+      const std::vector<Account*>* members = cohort_members(a, group);
+      if (members != nullptr) {
+        for (const Account* m : *members) {
           if (m == a) continue;  // the group itself (its account, or none)
           Wide over = borrowed(m, r);
           if (over > 0) borrowers.emplace_back(m->name, narrow(over));

@@ -220,6 +220,9 @@ class QuotaBook {
   // quota_limit/quota_ceiling from the account's copy, when it is that group's.
   std::optional<std::int64_t> limit_of(const Account* a, const ResourceGroup& group, Resource r) const;
   std::optional<std::int64_t> ceiling_of(const Account* a, const ResourceGroup& group, Resource r) const;
+  // The known groups of group's cohort (nullptr: none): the account's own
+  // list when it is the group's, else found by the cohort's name.
+  const std::vector<Account*>* cohort_members(const Account* a, const ResourceGroup& group) const;
   CohortSums cohort_sums(const Account* a, const ResourceGroup& group, Resource r, bool count_held) const;
   bool fits_one(const Account* a, const ResourceGroup& group, std::string_view resource, std::int64_t amount,
                 int replicas, bool may_borrow, bool count_held) const;
