@@ -476,6 +476,10 @@ void CycleState::changed_quota(std::string_view group_name) {
 
 bool CycleState::nodes_unchanged_since(std::uint64_t mark, const std::vector<std::string>& clusters,
                                        const Request& request) const {
+  return nodes_unchanged_since(mark, ranks_of(clusters), request);
+}
+
+bool CycleState::nodes_unchanged_since(std::uint64_t mark, const ClusterRanks& ranks, const Request& request) const {
   std::size_t kind = kinds_ - 1;  // every node
   if (request.any_gpu()) {
     kind = kinds_ - 2;
@@ -484,9 +488,8 @@ bool CycleState::nodes_unchanged_since(std::uint64_t mark, const std::vector<std
     if (request.gpu_type_id < 0) return false;                          // not resolved: cannot tell
     kind = static_cast<std::size_t>(request.gpu_type_id);
   }
-  for (const auto& id : clusters) {
-    auto it = cluster_rank_.find(id);
-    if (it != cluster_rank_.end() && bucket_changed_[it->second * kinds_ + kind] > mark) return false;
+  for (std::size_t rank : ranks) {
+    if (bucket_changed_[rank * kinds_ + kind] > mark) return false;
   }
   return true;
 }
@@ -763,7 +766,7 @@ CycleState::Ordered CycleState::ordered(const LoadView& loads) const {
   return out;
 }
 
-CycleState::FewNodes CycleState::out_of_order_nodes(const Ordered& o, const FewNodes& ranks,
+CycleState::FewNodes CycleState::out_of_order_nodes(const Ordered& o, const ClusterRanks& ranks,
                                                     const Request& request) const {
   FewNodes out;
   // Callers have checked that a typed request's id is an ordered type (below 64).
@@ -803,8 +806,8 @@ bool CycleState::order_ready() const {
   return true;
 }
 
-CycleState::FewNodes CycleState::ranks_of(const std::vector<std::string>& clusters) const {
-  FewNodes ranks;
+CycleState::ClusterRanks CycleState::ranks_of(const std::vector<std::string>& clusters) const {
+  ClusterRanks ranks;
   for (const auto& id : clusters) {
     if (auto r = cluster_rank_.find(id); r != cluster_rank_.end()) ranks.push_back(r->second);
   }
@@ -814,6 +817,11 @@ CycleState::FewNodes CycleState::ranks_of(const std::vector<std::string>& cluste
 CycleState::Best CycleState::best_single(const LoadView& loads, const std::vector<std::string>& clusters,
                                          const ResourceGroup& group, const Request& request, ProjectId project,
                                          PlacementPolicy policy) const {
+  return best_single(loads, ranks_of(clusters), group, request, project, policy);
+}
+
+CycleState::Best CycleState::best_single(const LoadView& loads, const ClusterRanks& ranks, const ResourceGroup& group,
+                                         const Request& request, ProjectId project, PlacementPolicy policy) const {
   Best out;
   const Ordered o = ordered(loads);
   if (!o.applies || request.replicas != 1 || request.any_gpu() || !order_ready()) return out;
@@ -827,7 +835,6 @@ CycleState::Best CycleState::best_single(const LoadView& loads, const std::vecto
   // Nodes that may be the best: per cluster, the first that fits of those
   // with GPU work of no other project, and the first of all.
   FewNodes candidates;
-  const FewNodes ranks = ranks_of(clusters);
   const Wide need = need_in_order(request);
   // The same walks over one order: skipping what `skip_here` says.
   auto walk_order = [&](const FreeOrder& order, auto skip_here) {
@@ -870,6 +877,12 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
                                                                   const std::vector<std::string>& clusters,
                                                                   const ResourceGroup& group,
                                                                   const Request& request) const {
+  return fitting_nodes(loads, ranks_of(clusters), group, request);
+}
+
+std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView& loads, const ClusterRanks& ranks,
+                                                                  const ResourceGroup& group,
+                                                                  const Request& request) const {
   const Ordered o = ordered(loads);
   if (!o.applies || !order_ready()) return std::nullopt;
   const bool gpu = request.wants_gpus();
@@ -886,7 +899,6 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
   // gpu/any: a node with GPUs of no ordered type would be missed.
   if (gpu && request.any_gpu() && !order_->orders_every_gpu_node()) return std::nullopt;
   std::vector<std::size_t> out;
-  const FewNodes ranks = ranks_of(clusters);
   auto take = [&](std::size_t i) {
     if (!node_misfit(nodes_[i], loads.load(i), group, request, o.mode)) out.push_back(i);
   };
@@ -913,6 +925,12 @@ std::optional<std::vector<std::size_t>> CycleState::fitting_nodes(const LoadView
 std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_type(
     const LoadView& loads, const std::vector<std::string>& clusters, const ResourceGroup& group,
     const Request& request, ProjectId project, PlacementPolicy policy, const TypeFilter& only) const {
+  return best_single_per_type(loads, ranks_of(clusters), group, request, project, policy, only);
+}
+
+std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_type(
+    const LoadView& loads, const ClusterRanks& ranks, const ResourceGroup& group, const Request& request,
+    ProjectId project, PlacementPolicy policy, const TypeFilter& only) const {
   const Ordered o = ordered(loads);
   if (!o.applies || request.replicas != 1 || !request.any_gpu() || !order_ready()) return std::nullopt;
   // The ordered types to walk, by cycle id (each asked of `only` once).
@@ -936,7 +954,6 @@ std::optional<std::vector<CycleState::TypedBest>> CycleState::best_single_per_ty
   // type's orders over the nodes whose own type it is (as best_single does
   // for one type); then the nodes asked one by one.
   FewNodes candidates;
-  const FewNodes ranks = ranks_of(clusters);
   const Wide need = need_in_order(request);
   // The same walks over one order: skipping what `skip_here` says.
   auto walk_order = [&](const FreeOrder& order, auto skip_here) {
@@ -1194,7 +1211,7 @@ std::vector<std::size_t> CycleState::gather_scope_stopping(const ResourceGroup& 
                                                            const std::vector<std::string>& clusters) const {
   // By cluster rank (in the work's facts): no name to compare. The ranks
   // are looked up only once some work is asked about.
-  std::optional<FewNodes> ranks;
+  std::optional<ClusterRanks> ranks;
   auto on_clusters = [&](std::size_t w) {
     const int rank = facts(w).cluster;
     if (rank < 0) return std::find(clusters.begin(), clusters.end(), running_[w]->cluster_id) != clusters.end();

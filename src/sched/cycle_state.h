@@ -323,6 +323,13 @@ class CycleState final : public LoadView {
   // Running work chosen as a victim in this cycle: stopping from now on.
   void mark_stopping(std::size_t work);
 
+  // Clusters as their ranks among the cycle's (cluster_rank()), in the
+  // order given, the ids this state does not know left out: what the node
+  // questions below walk (nodes_unchanged_since, best_single...). A list asked about for many tasks (a group's
+  // usable clusters) is turned into ranks once (ClusterFeasibility).
+  using ClusterRanks = boost::container::small_vector<std::size_t, 16>;
+  ClusterRanks ranks_of(const std::vector<std::string>& clusters) const;
+
   // A mark of the state as it is now, and whether some part of it has
   // changed since a mark. Lets the cycle reuse a what-if answer for the next
   // task alike (Cycle's "behind reservation" memo) instead of asking again.
@@ -331,6 +338,7 @@ class CycleState final : public LoadView {
   // offering its GPU type, those with GPUs for gpu/any, else every node).
   bool nodes_unchanged_since(std::uint64_t mark, const std::vector<std::string>& clusters,
                              const Request& request) const;
+  bool nodes_unchanged_since(std::uint64_t mark, const ClusterRanks& ranks, const Request& request) const;
   // Quota use and holds of the group and its cohort (its quota scope).
   bool quota_unchanged_since(std::uint64_t mark, const ResourceGroup& group) const;
   // Quota held for tasks of the group (who holds it: quota_holders()).
@@ -354,12 +362,16 @@ class CycleState final : public LoadView {
   };
   Best best_single(const LoadView& loads, const std::vector<std::string>& clusters, const ResourceGroup& group,
                    const Request& request, ProjectId project, PlacementPolicy policy) const;
+  Best best_single(const LoadView& loads, const ClusterRanks& ranks, const ResourceGroup& group,
+                   const Request& request, ProjectId project, PlacementPolicy policy) const;
   // The nodes of `clusters` that can take one replica of `request` on
   // `loads`, ascending: what feasible_nodes(..., count = false) gives, found
   // through FreeOrder from the first node with room enough instead of
   // asking every node. Applies to the views best_single takes and to an
   // Overlay of this state (its nodes asked one by one); nullopt otherwise.
   std::optional<std::vector<std::size_t>> fitting_nodes(const LoadView& loads, const std::vector<std::string>& clusters,
+                                                        const ResourceGroup& group, const Request& request) const;
+  std::optional<std::vector<std::size_t>> fitting_nodes(const LoadView& loads, const ClusterRanks& ranks,
                                                         const ResourceGroup& group, const Request& request) const;
   // One replica of a "gpu/any" request: per (cluster, GPU type of the node)
   // among `clusters`, the node select_gang would rank best of those that
@@ -375,6 +387,10 @@ class CycleState final : public LoadView {
   using TypeFilter = std::function<bool(std::string_view)>;
   std::optional<std::vector<TypedBest>> best_single_per_type(const LoadView& loads,
                                                              const std::vector<std::string>& clusters,
+                                                             const ResourceGroup& group, const Request& request,
+                                                             ProjectId project, PlacementPolicy policy,
+                                                             const TypeFilter& only = {}) const;
+  std::optional<std::vector<TypedBest>> best_single_per_type(const LoadView& loads, const ClusterRanks& ranks,
                                                              const ResourceGroup& group, const Request& request,
                                                              ProjectId project, PlacementPolicy policy,
                                                              const TypeFilter& only = {}) const;
@@ -536,9 +552,7 @@ class CycleState final : public LoadView {
   // every node when it wants none).
   // A few node indices, kept inline (asked for every fit: no heap).
   using FewNodes = boost::container::small_vector<std::size_t, 16>;
-  FewNodes out_of_order_nodes(const Ordered& o, const FewNodes& ranks, const Request& request) const;
-  // The ranks of the clusters this state knows, in the order given.
-  FewNodes ranks_of(const std::vector<std::string>& clusters) const;
+  FewNodes out_of_order_nodes(const Ordered& o, const ClusterRanks& ranks, const Request& request) const;
   // FreeOrder, built once the state has been asked often enough (false: not yet).
   bool order_ready() const;
   mutable std::unique_ptr<FreeOrder> order_;

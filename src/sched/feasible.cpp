@@ -60,6 +60,7 @@ ClusterFeasibility feasible_clusters(const CycleState& state, const ResourceGrou
     }
     out.usable.push_back(id);
   }
+  out.usable_ranks = state.ranks_of(out.usable);
   if (bound && (out.usable.empty() || counts.other_pool > 0)) {
     out.pool = Reasons::make(
         reasons::storage_pool(pool, group.name, counts, static_cast<std::int64_t>(out.usable.size())));

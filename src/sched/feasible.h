@@ -41,6 +41,9 @@ struct PoolFilter {
 // lists them.
 struct ClusterFeasibility {
   std::vector<std::string> usable;  // ascending id
+  // The same as ranks (CycleState::ranks_of), worked out once by
+  // feasible_clusters for the fits of every task that shares this answer.
+  std::optional<CycleState::ClusterRanks> usable_ranks;
   // One kReasonClusterOffline per cluster the task could otherwise use that
   // is offline, draining, or has never registered.
   std::vector<Reasons::Shared> offline;

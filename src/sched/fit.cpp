@@ -22,12 +22,17 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     return out;
   }
   const auto& usable = clusters ? *clusters : c.clusters->usable;
+  // As ranks: kept with the task's own clusters, else worked out here.
+  const std::optional<CycleState::ClusterRanks>& kept = c.clusters->usable_ranks;
+  std::optional<CycleState::ClusterRanks> asked;
+  if (clusters || !kept) asked = state.ranks_of(usable);
+  const CycleState::ClusterRanks& ranks = asked ? *asked : *kept;
   Selection selection;
   // One replica of one type, on the cycle's loads (with or without holds,
   // or an overlay of them): the best node straight from the free order.
   // Otherwise, first only where it can fit (from the free order too, where
   // it applies); every node, counted per cause, only to explain a failure.
-  CycleState::Best best = state.best_single(loads, usable, group, request, c.project, group.placement);
+  CycleState::Best best = state.best_single(loads, ranks, group, request, c.project, group.placement);
   if (best.applies) {
     out.no_node_fits = !best.node;
     if (best.node && want == Want::kNode) {
@@ -57,7 +62,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
     const bool where_only = want == Want::kPlacement || want == Want::kNode;
     const CycleState::TypeFilter filter = where_only ? CycleState::TypeFilter(type_ok) : CycleState::TypeFilter();
     if (auto best =
-            state.best_single_per_type(loads, usable, group, request, c.project, group.placement, filter)) {
+            state.best_single_per_type(loads, ranks, group, request, c.project, group.placement, filter)) {
       out.no_node_fits = best->empty();
       if (!best->empty() && want == Want::kNode) {
         // Every type the walk offered is admitted (the filter above): the
@@ -68,7 +73,7 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
       if (!best->empty()) selection = select_any_single(state, group, *c.task, request, *best, options);
     } else {
       std::vector<std::size_t> fit;
-      if (auto ordered = state.fitting_nodes(loads, usable, group, request)) {
+      if (auto ordered = state.fitting_nodes(loads, ranks, group, request)) {
         fit = std::move(*ordered);
       } else {
         fit = std::move(feasible_nodes(state, loads, usable, group, request, false).fit);

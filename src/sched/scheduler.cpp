@@ -334,7 +334,11 @@ class Cycle {
     if (!state_.quota_holds_unchanged_since(b.mark, c.group->name)) return false;
     for (std::size_t i = 0; i < c.shapes.size(); ++i) {
       const Request& r = c.shapes[i];
-      if (!state_.nodes_unchanged_since(b.mark, c.clusters->usable, r)) return false;
+      const auto& ranks = c.clusters->usable_ranks;  // set by feasible_clusters
+      if (!(ranks ? state_.nodes_unchanged_since(b.mark, *ranks, r)
+                  : state_.nodes_unchanged_since(b.mark, c.clusters->usable, r))) {
+        return false;
+      }
       if (b.quota_fits[i] < 0 ? !state_.quota_unchanged_since(b.mark, *c.group)
                               : b.quota_fits[i] != admitted_without_holds(c, r)) {
         return false;
