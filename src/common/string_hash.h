@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -27,6 +29,37 @@ using StringMap = std::unordered_map<std::string, T, StringHash, std::equal_to<>
 // is kept across one.
 template <class T>
 using FlatStringMap = boost::unordered_flat_map<std::string, T, StringHash, std::equal_to<>>;
+
+// A hash for byte keys (append_bytes below, with names between): eight
+// bytes at a time, where std::hash reads a long key byte by byte. For
+// FlatBytesMap, whose table mixes the hash again: not a hash to be used
+// on its own.
+struct BytesHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept {
+    std::uint64_t h = 0x9E3779B97F4A7C15ULL ^ s.size();
+    auto mix = [&h](std::uint64_t w) {
+      h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+      h ^= h >> 31;
+    };
+    std::size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      mix(w);
+    }
+    if (i < s.size()) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, s.data() + i, s.size() - i);
+      mix(w);
+    }
+    return static_cast<std::size_t>(h);
+  }
+};
+
+// FlatStringMap for byte keys.
+template <class T>
+using FlatBytesMap = boost::unordered_flat_map<std::string, T, BytesHash, std::equal_to<>>;
 
 // Appends the bytes of `v` (an integer, a pointer, or a struct without
 // padding) to a byte key of such a map: fixed-size fields read back one way.

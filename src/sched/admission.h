@@ -240,7 +240,7 @@ class QuotaBook {
                     bool count_held, F&& refused) const;
   // Reasons worded by refusals(), by their figures (a byte key); dropped by
   // begin_undo(), undo() and remove_kept().
-  mutable FlatStringMap<Reasons::Shared> worded_;
+  mutable FlatBytesMap<Reasons::Shared> worded_;
   mutable std::string key_;  // refusals()' buffer
 
   std::deque<std::string> resource_names_;                // by id

@@ -521,13 +521,13 @@ class Cycle {
   std::unordered_map<const ResourceGroup*, int> reservations_;
   std::unordered_map<const ResourceGroup*, int> reservation_tries_;
   // Found by a view of key_ (no string built per task: transparent hash).
-  FlatStringMap<Failed> failed_;
+  FlatBytesMap<Failed> failed_;
   std::string key_;
   PinnedClusters pinned_clusters_;
   // "Behind reservation" reasons by who the room is held for: the reason
   // says no more than that, and most blocked tasks of a group wait behind
   // the same one or two.
-  FlatStringMap<Reasons::Shared> behind_reasons_;
+  FlatBytesMap<Reasons::Shared> behind_reasons_;
   std::string behind_key_;
   std::vector<std::size_t> behind_nodes_;
   std::vector<std::string_view> behind_holders_;

@@ -36,5 +36,29 @@ TEST(StringMapTest, TheFlatMapFindsByViewsToo) {
   for (int i = 0; i < 1000; i += 111) EXPECT_EQ(m.find("class-" + std::to_string(i))->second, i);
 }
 
+TEST(StringMapTest, TheBytesMapTellsKeysApartByEveryByteAndTheLength) {
+  // FlatBytesMap: byte keys (append_bytes) of every length around a word,
+  // keys that differ in one byte only, or only by trailing NULs.
+  FlatBytesMap<int> m;
+  std::string key;
+  for (int i = 0; i < 300; ++i) {
+    key.clear();
+    append_bytes(key, static_cast<std::int64_t>(i / 20));
+    key.append(static_cast<std::size_t>(i % 20), '\0');
+    ASSERT_TRUE(m.emplace(key, i).second) << i;
+  }
+  for (int i = 0; i < 300; i += 7) {
+    key.clear();
+    append_bytes(key, static_cast<std::int64_t>(i / 20));
+    key.append(static_cast<std::size_t>(i % 20), '\0');
+    auto it = m.find(std::string_view(key));
+    ASSERT_NE(it, m.end());
+    EXPECT_EQ(it->second, i);
+  }
+  EXPECT_EQ(m.find(std::string_view("")), m.end());
+  EXPECT_EQ(BytesHash{}(std::string("class\x1f")), BytesHash{}(std::string_view("class\x1f")));
+  EXPECT_NE(BytesHash{}(std::string_view("a")), BytesHash{}(std::string_view("a\0", 2)));
+}
+
 }  // namespace
 }  // namespace cp
