@@ -505,10 +505,10 @@ class CycleState final : public LoadView {
       return std::hash<const void*>{}(p.first) * 31 + std::hash<const void*>{}(p.second);
     }
   };
-  mutable std::unordered_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> stopping_memo_;
+  mutable boost::unordered_flat_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> stopping_memo_;
   // stopping_in_quota_scope's answers, kept the same way (the group's name
   // in `group`).
-  mutable std::unordered_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> scope_stopping_memo_;
+  mutable boost::unordered_flat_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> scope_stopping_memo_;
   std::vector<std::size_t> gather_scope_stopping(const ResourceGroup& group,
                                                  const std::vector<std::string>& clusters) const;
   std::uint64_t stopping_changes_ = 1;  // a memo of 0 changes is never current
