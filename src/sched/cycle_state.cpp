@@ -1105,7 +1105,11 @@ void CycleState::end_cycle() {
     std::size_t w = stopping_list_.back();
     stopping_by_cluster_[running_[w]->cluster_id].pop_back();
     stopping_by_group_[running_[w]->resource_group].pop_back();
-    if (group(running_[w]->resource_group) == nullptr) --stopping_of_unknown_groups_;
+    if (const ResourceGroup* g = group(running_[w]->resource_group)) {
+      stopping_of_known_group_[g].pop_back();
+    } else {
+      --stopping_of_unknown_groups_;
+    }
     stopping_[w] = false;
     stopping_list_.pop_back();
   }
@@ -1184,6 +1188,7 @@ void CycleState::reload_node(std::size_t node) {
 void CycleState::rebuild_stopping_index() {
   stopping_by_cluster_.clear();
   stopping_by_group_.clear();
+  stopping_of_known_group_.clear();
   stopping_of_unknown_groups_ = 0;
   for (std::size_t p = 0; p < stopping_list_.size(); ++p) index_stopping(p);
 }
@@ -1192,7 +1197,11 @@ void CycleState::index_stopping(std::size_t p) {
   const RunningWork& work = *running_[stopping_list_[p]];
   stopping_by_cluster_[work.cluster_id].push_back(p);
   stopping_by_group_[work.resource_group].push_back(p);
-  if (group(work.resource_group) == nullptr) ++stopping_of_unknown_groups_;
+  if (const ResourceGroup* g = group(work.resource_group)) {
+    stopping_of_known_group_[g].push_back(p);
+  } else {
+    ++stopping_of_unknown_groups_;
+  }
 }
 
 const std::vector<std::size_t>& CycleState::stopping_in_quota_scope(const ResourceGroup& g,
@@ -1225,8 +1234,8 @@ std::vector<std::size_t> CycleState::gather_scope_stopping(const ResourceGroup& 
     }
   }
   for (const ResourceGroup* member : quota_scope_groups(g)) {
-    auto it = stopping_by_group_.find(member->name);
-    if (it == stopping_by_group_.end()) continue;
+    auto it = stopping_of_known_group_.find(member);
+    if (it == stopping_of_known_group_.end()) continue;
     // stopping_within takes the group's own work anywhere.
     const bool own = member == &g || member->name == g.name;
     for (std::size_t p : it->second) {

@@ -586,6 +586,9 @@ class CycleState final : public LoadView {
   // Positions in stopping_list_, by the work's cluster and by its group.
   std::unordered_map<std::string_view, std::vector<std::size_t>> stopping_by_cluster_;
   std::unordered_map<std::string_view, std::vector<std::size_t>> stopping_by_group_;
+  // The same for the snapshot's groups, by the group (one object per name,
+  // CycleState::group): what a quota scope's members are found by.
+  boost::unordered_flat_map<const ResourceGroup*, std::vector<std::size_t>> stopping_of_known_group_;
   std::size_t stopping_of_unknown_groups_ = 0;  // in stopping_list_, charged to a group the snapshot does not know
   void index_stopping(std::size_t position);  // stopping_list_[position] into the indexes
   std::unordered_map<std::string_view, std::vector<std::size_t>> running_by_cluster_;
