@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
 #include <boost/iterator/indirect_iterator.hpp>
 
 #include "common/clock.h"
@@ -99,7 +100,10 @@ struct Preemption {
 class Reasons {
  public:
   using Shared = std::shared_ptr<const PendingReason>;
-  using const_iterator = boost::indirect_iterator<std::vector<Shared>::const_iterator>;
+  // Most waiting tasks have one or two reasons: kept in place, not in an
+  // allocation of their own per task.
+  using Items = boost::container::small_vector<Shared, 2>;
+  using const_iterator = boost::indirect_iterator<Items::const_iterator>;
 
   Reasons() = default;
   explicit Reasons(std::vector<PendingReason> reasons) {
@@ -125,7 +129,7 @@ class Reasons {
   std::vector<PendingReason> copied() const { return {begin(), end()}; }
 
  private:
-  std::vector<Shared> items_;
+  Items items_;
 };
 
 struct Pending {
