@@ -617,11 +617,19 @@ const std::vector<std::size_t>& CycleState::stopping_within(std::string_view gro
 std::vector<std::size_t> CycleState::gather_stopping(std::string_view group,
                                                      const std::vector<std::string>& clusters) const {
   std::vector<std::size_t> positions;
-  auto gather = [&](const auto& index, std::string_view key) {
-    if (auto it = index.find(key); it != index.end()) positions.insert(positions.end(), it->second.begin(), it->second.end());
-  };
-  gather(stopping_by_group_, group);
-  for (const auto& c : clusters) gather(stopping_by_cluster_, c);
+  auto take = [&](const std::vector<std::size_t>& more) { positions.insert(positions.end(), more.begin(), more.end()); };
+  // The group's own work: by the snapshot's group of that name, else (a
+  // group the snapshot does not know) by the name of each such work.
+  if (const ResourceGroup* known = this->group(group)) {
+    if (auto it = stopping_by_group_.find(known); it != stopping_by_group_.end()) take(it->second);
+  } else if (stopping_of_unknown_groups_ > 0) {
+    for (std::size_t p = 0; p < stopping_list_.size(); ++p) {
+      if (running_[stopping_list_[p]]->resource_group == group) positions.push_back(p);
+    }
+  }
+  for (const auto& c : clusters) {
+    if (auto it = stopping_by_cluster_.find(c); it != stopping_by_cluster_.end()) take(it->second);
+  }
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
   std::vector<std::size_t> out;
@@ -1104,9 +1112,8 @@ void CycleState::end_cycle() {
   while (stopping_list_.size() > stopping_before_) {
     std::size_t w = stopping_list_.back();
     stopping_by_cluster_[running_[w]->cluster_id].pop_back();
-    stopping_by_group_[running_[w]->resource_group].pop_back();
     if (const ResourceGroup* g = group(running_[w]->resource_group)) {
-      stopping_of_known_group_[g].pop_back();
+      stopping_by_group_[g].pop_back();
     } else {
       --stopping_of_unknown_groups_;
     }
@@ -1188,7 +1195,6 @@ void CycleState::reload_node(std::size_t node) {
 void CycleState::rebuild_stopping_index() {
   stopping_by_cluster_.clear();
   stopping_by_group_.clear();
-  stopping_of_known_group_.clear();
   stopping_of_unknown_groups_ = 0;
   for (std::size_t p = 0; p < stopping_list_.size(); ++p) index_stopping(p);
 }
@@ -1196,9 +1202,8 @@ void CycleState::rebuild_stopping_index() {
 void CycleState::index_stopping(std::size_t p) {
   const RunningWork& work = *running_[stopping_list_[p]];
   stopping_by_cluster_[work.cluster_id].push_back(p);
-  stopping_by_group_[work.resource_group].push_back(p);
   if (const ResourceGroup* g = group(work.resource_group)) {
-    stopping_of_known_group_[g].push_back(p);
+    stopping_by_group_[g].push_back(p);
   } else {
     ++stopping_of_unknown_groups_;
   }
@@ -1234,8 +1239,8 @@ std::vector<std::size_t> CycleState::gather_scope_stopping(const ResourceGroup& 
     }
   }
   for (const ResourceGroup* member : quota_scope_groups(g)) {
-    auto it = stopping_of_known_group_.find(member);
-    if (it == stopping_of_known_group_.end()) continue;
+    auto it = stopping_by_group_.find(member);
+    if (it == stopping_by_group_.end()) continue;
     // stopping_within takes the group's own work anywhere.
     const bool own = member == &g || member->name == g.name;
     for (std::size_t p : it->second) {

@@ -325,8 +325,9 @@ class CycleState final : public LoadView {
 
   // Clusters as their ranks among the cycle's (cluster_rank()), in the
   // order given, the ids this state does not know left out: what the node
-  // questions below walk (nodes_unchanged_since, best_single...). A list asked about for many tasks (a group's
-  // usable clusters) is turned into ranks once (ClusterFeasibility).
+  // questions below walk (nodes_unchanged_since, best_single...). A list
+  // asked about for many tasks (a group's usable clusters) is turned into
+  // ranks once (ClusterFeasibility).
   using ClusterRanks = boost::container::small_vector<std::size_t, 16>;
   ClusterRanks ranks_of(const std::vector<std::string>& clusters) const;
 
@@ -583,12 +584,11 @@ class CycleState final : public LoadView {
   std::vector<bool> stopping_;
   std::vector<bool> claimed_;
   std::vector<std::size_t> stopping_list_;
-  // Positions in stopping_list_, by the work's cluster and by its group.
+  // Positions in stopping_list_, by the work's cluster, and by its group
+  // when the snapshot knows it (one object per name, CycleState::group: a
+  // quota scope's members are found without their names).
   std::unordered_map<std::string_view, std::vector<std::size_t>> stopping_by_cluster_;
-  std::unordered_map<std::string_view, std::vector<std::size_t>> stopping_by_group_;
-  // The same for the snapshot's groups, by the group (one object per name,
-  // CycleState::group): what a quota scope's members are found by.
-  boost::unordered_flat_map<const ResourceGroup*, std::vector<std::size_t>> stopping_of_known_group_;
+  boost::unordered_flat_map<const ResourceGroup*, std::vector<std::size_t>> stopping_by_group_;
   std::size_t stopping_of_unknown_groups_ = 0;  // in stopping_list_, charged to a group the snapshot does not know
   void index_stopping(std::size_t position);  // stopping_list_[position] into the indexes
   std::unordered_map<std::string_view, std::vector<std::size_t>> running_by_cluster_;
