@@ -602,31 +602,24 @@ void CycleState::mark_stopping(std::size_t w) {
   }
 }
 
-const std::vector<std::size_t>& CycleState::stopping_within(std::string_view group,
+const std::vector<std::size_t>& CycleState::stopping_within(const ResourceGroup& g,
                                                             const std::vector<std::string>& clusters) const {
   // Asked by most blocked tasks of a big queue, while the answer changes
   // only as work is marked stopping or claimed: kept per (group, clusters).
-  StoppingMemo& memo = stopping_memo_[{group.data(), &clusters}];
-  if (memo.changes == stopping_changes_ && memo.group == group) return memo.works;
+  StoppingMemo& memo = stopping_memo_[{&g, &clusters}];
+  if (memo.changes == stopping_changes_ && memo.group == g.name) return memo.works;
   memo.changes = stopping_changes_;
-  memo.group = group;
-  memo.works = gather_stopping(group, clusters);
+  memo.group = g.name;
+  memo.works = gather_stopping(g, clusters);
   return memo.works;
 }
 
-std::vector<std::size_t> CycleState::gather_stopping(std::string_view group,
+std::vector<std::size_t> CycleState::gather_stopping(const ResourceGroup& g,
                                                      const std::vector<std::string>& clusters) const {
   std::vector<std::size_t> positions;
   auto take = [&](const std::vector<std::size_t>& more) { positions.insert(positions.end(), more.begin(), more.end()); };
-  // The group's own work: by the snapshot's group of that name, else (a
-  // group the snapshot does not know) by the name of each such work.
-  if (const ResourceGroup* known = this->group(group)) {
-    if (auto it = stopping_by_group_.find(known); it != stopping_by_group_.end()) take(it->second);
-  } else if (stopping_of_unknown_groups_ > 0) {
-    for (std::size_t p = 0; p < stopping_list_.size(); ++p) {
-      if (running_[stopping_list_[p]]->resource_group == group) positions.push_back(p);
-    }
-  }
+  // The group's own work, through the snapshot's group of its name.
+  if (auto it = stopping_by_group_.find(group(g.name)); it != stopping_by_group_.end()) take(it->second);
   for (const auto& c : clusters) {
     if (auto it = stopping_by_cluster_.find(c); it != stopping_by_cluster_.end()) take(it->second);
   }

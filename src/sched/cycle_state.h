@@ -285,13 +285,13 @@ class CycleState final : public LoadView {
   // `group` using `clusters` (ascending ids): on one of the clusters, or
   // charged to the group's quota. In stopping_work() order, found through
   // an index rather than by looking at all of it for every blocked task.
-  // Kept until work is marked stopping or claimed, by the addresses of
-  // `group`'s characters and of `clusters`: both must live through the
-  // cycle (a snapshot's group name, a cycle's list of usable clusters). The
-  // list returned is valid until the next such call.
-  const std::vector<std::size_t>& stopping_within(std::string_view group,
+  // `group` is one of the snapshot's. Kept until work is marked stopping or
+  // claimed, by the addresses of `group` and of `clusters`: both must live
+  // through the cycle (a cycle's list of usable clusters). The list
+  // returned is valid until the next such call.
+  const std::vector<std::size_t>& stopping_within(const ResourceGroup& group,
                                                   const std::vector<std::string>& clusters) const;
-  // Of what stopping_within(group.name, clusters) gives, the work charged to
+  // Of what stopping_within(group, clusters) gives, the work charged to
   // a group of the group's quota scope (quota_scope_groups), or to a group
   // the snapshot does not know (counted as in every scope), in no
   // particular order. Found through the scope's groups' own lists, and kept
@@ -513,7 +513,7 @@ class CycleState final : public LoadView {
   std::vector<std::size_t> gather_scope_stopping(const ResourceGroup& group,
                                                  const std::vector<std::string>& clusters) const;
   std::uint64_t stopping_changes_ = 1;  // a memo of 0 changes is never current
-  std::vector<std::size_t> gather_stopping(std::string_view group, const std::vector<std::string>& clusters) const;
+  std::vector<std::size_t> gather_stopping(const ResourceGroup& group, const std::vector<std::string>& clusters) const;
   // preemptible_on() by cluster, preemptible_of() by group; dropped at begin_cycle.
   std::vector<Preemptible> sorted_preemptible(const std::vector<std::size_t>& works) const;
   mutable StringMap<std::vector<Preemptible>> preemptible_on_;

@@ -366,7 +366,7 @@ class Cycle {
     // Only what could make room for this task: in its clusters, or its group's quota.
     // The memo's list: nothing below asks for it again or marks work stopping
     // before it is last read (hold_over, at the end, claims).
-    const std::vector<std::size_t>& stopping = state_.stopping_within(c.group->name, c.clusters->usable);
+    const std::vector<std::size_t>& stopping = state_.stopping_within(*c.group, c.clusters->usable);
     if (stopping.empty()) return false;
     if (!may_fit_once_gone(c, how, stopping)) return false;
     Overlay freed(state_);
