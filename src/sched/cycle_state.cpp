@@ -602,16 +602,22 @@ void CycleState::mark_stopping(std::size_t w) {
   }
 }
 
+template <class Gather>
+const std::vector<std::size_t>& CycleState::remembered(StoppingMemos& memos, const ResourceGroup& g,
+                                                       const std::vector<std::string>& clusters, Gather gather) const {
+  StoppingMemo& memo = memos[{&g, &clusters}];
+  if (memo.changes == stopping_changes_ && memo.group == g.name) return memo.works;
+  memo.changes = stopping_changes_;
+  memo.group = g.name;
+  memo.works = gather();
+  return memo.works;
+}
+
 const std::vector<std::size_t>& CycleState::stopping_within(const ResourceGroup& g,
                                                             const std::vector<std::string>& clusters) const {
   // Asked by most blocked tasks of a big queue, while the answer changes
   // only as work is marked stopping or claimed: kept per (group, clusters).
-  StoppingMemo& memo = stopping_memo_[{&g, &clusters}];
-  if (memo.changes == stopping_changes_ && memo.group == g.name) return memo.works;
-  memo.changes = stopping_changes_;
-  memo.group = g.name;
-  memo.works = gather_stopping(g, clusters);
-  return memo.works;
+  return remembered(stopping_memo_, g, clusters, [&] { return gather_stopping(g, clusters); });
 }
 
 std::vector<std::size_t> CycleState::gather_stopping(const ResourceGroup& g,
@@ -1204,14 +1210,8 @@ void CycleState::index_stopping(std::size_t p) {
 
 const std::vector<std::size_t>& CycleState::stopping_in_quota_scope(const ResourceGroup& g,
                                                                     const std::vector<std::string>& clusters) const {
-  // Asked by most tasks short of quota, while the answer changes only as
-  // work is marked stopping or claimed: kept per (group, clusters).
-  StoppingMemo& memo = scope_stopping_memo_[{&g, &clusters}];
-  if (memo.changes == stopping_changes_ && memo.group == g.name) return memo.works;
-  memo.changes = stopping_changes_;
-  memo.group = g.name;
-  memo.works = gather_scope_stopping(g, clusters);
-  return memo.works;
+  // Asked by most tasks short of quota: kept as stopping_within's answers are.
+  return remembered(scope_stopping_memo_, g, clusters, [&] { return gather_scope_stopping(g, clusters); });
 }
 
 std::vector<std::size_t> CycleState::gather_scope_stopping(const ResourceGroup& g,

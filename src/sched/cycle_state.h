@@ -495,7 +495,7 @@ class CycleState final : public LoadView {
   // a work has been marked stopping nor a stopping one claimed since
   // (stopping_changes_); dropped at each cycle's start and end, around the
   // deltas. The key holds addresses of what lives through a cycle (see
-  // stopping_within); the group's name is compared too.
+  // stopping_within); the group's name is compared too (`group`).
   struct StoppingMemo {
     std::uint64_t changes = 0;
     std::string_view group;
@@ -506,10 +506,14 @@ class CycleState final : public LoadView {
       return std::hash<const void*>{}(p.first) * 31 + std::hash<const void*>{}(p.second);
     }
   };
-  mutable boost::unordered_flat_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> stopping_memo_;
-  // stopping_in_quota_scope's answers, kept the same way (the group's name
-  // in `group`).
-  mutable boost::unordered_flat_map<std::pair<const void*, const void*>, StoppingMemo, PairHash> scope_stopping_memo_;
+  using StoppingMemos = boost::unordered_flat_map<std::pair<const void*, const void*>, StoppingMemo, PairHash>;
+  mutable StoppingMemos stopping_memo_;
+  // stopping_in_quota_scope's answers, kept the same way.
+  mutable StoppingMemos scope_stopping_memo_;
+  // The memo's answer for (group, clusters) when current, else gather()'s, kept.
+  template <class Gather>
+  const std::vector<std::size_t>& remembered(StoppingMemos& memos, const ResourceGroup& group,
+                                             const std::vector<std::string>& clusters, Gather gather) const;
   std::vector<std::size_t> gather_scope_stopping(const ResourceGroup& group,
                                                  const std::vector<std::string>& clusters) const;
   std::uint64_t stopping_changes_ = 1;  // a memo of 0 changes is never current
