@@ -229,14 +229,14 @@ class Cycle {
       known = failed_.emplace(key_, Failed{std::move(fit.reasons), fit.blocked}).first;
     }
     Failed& f = known->second;
-    Reasons why = f.reasons;
+    // Worded in place, in the plan (room for every task was made at the start).
+    Reasons& why = pend(c.task->id, f.reasons);
     // Bound to a storage pool that kept clusters out: say so (they might have had room).
     if (c.clusters->pool) why.add(c.clusters->pool);
     // Clusters that are down might have taken the task: say so too.
     for (const auto& r : c.clusters->offline) why.add(r);
     if (f.blocked != Blocked::kNo) blocked(c, f, why);
     if (!c.task->step.fallbacks.empty()) why.add(reasons::fallbacks(c.task->step, c.waited_ms / 1000));
-    pend(c.task->id, std::move(why));
   }
 
   // The task is short of quota or nodes. In this order, the first that applies:
@@ -509,9 +509,13 @@ class Cycle {
     why.add(reasons::reserved(node_names(*s.placement), c.group->name));
   }
 
-  void pend(const std::string& id, Reasons why) {
-    plan_.pending.push_back(Pending{id, std::move(why)});
+  // The task's entry in the plan, with its reasons so far. Nothing else is
+  // added to plan_.pending while it is used: one entry per task, and room
+  // for all of them was made at the start (no reallocation moves it).
+  Reasons& pend(const std::string& id, Reasons&& why) {
+    return plan_.pending.emplace_back(id, std::move(why)).reasons;
   }
+  Reasons& pend(const std::string& id, const Reasons& why) { return plan_.pending.emplace_back(id, why).reasons; }
 
   CycleState& state_;
   Millis now_;
