@@ -42,18 +42,32 @@ struct BytesHash {
       h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
       h ^= h >> 31;
     };
+    const char* p = s.data();
+    const std::size_t n = s.size();
     std::size_t i = 0;
-    for (; i + 8 <= s.size(); i += 8) {
-      std::uint64_t w;
-      std::memcpy(&w, s.data() + i, 8);
-      mix(w);
-    }
-    if (i < s.size()) {
-      std::uint64_t w = 0;
-      std::memcpy(&w, s.data() + i, s.size() - i);
-      mix(w);
+    for (; i + 8 <= n; i += 8) mix(load<std::uint64_t>(p + i));
+    // The rest in fixed-size reads (a copy of a run-time length is a call):
+    // the last eight bytes, some mixed already, or for a key shorter than
+    // that, two reads that meet or overlap. Equal keys read the same.
+    if (i == n) return static_cast<std::size_t>(h);
+    if (n >= 8) {
+      mix(load<std::uint64_t>(p + n - 8));
+    } else if (n >= 4) {
+      mix(load<std::uint32_t>(p) | (std::uint64_t{load<std::uint32_t>(p + n - 4)} << 32));
+    } else {
+      // 1 to 3 bytes: the first, the middle and the last (some the same).
+      mix(static_cast<unsigned char>(p[0]) | (std::uint64_t{static_cast<unsigned char>(p[n / 2])} << 8) |
+          (std::uint64_t{static_cast<unsigned char>(p[n - 1])} << 16));
     }
     return static_cast<std::size_t>(h);
+  }
+
+ private:
+  template <class W>
+  static W load(const char* p) noexcept {
+    W w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
   }
 };
 

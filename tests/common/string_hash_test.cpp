@@ -58,6 +58,17 @@ TEST(StringMapTest, TheBytesMapTellsKeysApartByEveryByteAndTheLength) {
   EXPECT_EQ(m.find(std::string_view("")), m.end());
   EXPECT_EQ(BytesHash{}(std::string("class\x1f")), BytesHash{}(std::string_view("class\x1f")));
   EXPECT_NE(BytesHash{}(std::string_view("a")), BytesHash{}(std::string_view("a\0", 2)));
+  // Keys of one length that differ in any one byte hash apart: each step
+  // mixes a word into the hash one to one, and every byte is in some word
+  // (keys shorter than a word, and the tail after whole words, included).
+  for (std::size_t n = 1; n <= 20; ++n) {
+    const std::string base(n, 'a');
+    for (std::size_t at = 0; at < n; ++at) {
+      std::string other = base;
+      other[at] = 'b';
+      EXPECT_NE(BytesHash{}(base), BytesHash{}(other)) << "length " << n << ", byte " << at;
+    }
+  }
 }
 
 }  // namespace
