@@ -12,12 +12,16 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   const ResourceGroup& group = *c.group;
   std::optional<Resources> without_any;
   const Resources& typed = request.typed(without_any);
-  if (!state.quota().fits(group, typed, request.replicas, c.may_borrow, count_held)) {
-    if (explain) {
-      for (auto& r : state.quota().refusals(group, typed, request.replicas, c.may_borrow, count_held)) {
-        out.reasons.add(std::move(r));
-      }
+  // To explain, the refusals alone: there are some exactly when fits() says
+  // no (each_refusal asks what fits_one asks), so quota is asked once.
+  if (explain) {
+    auto refused = state.quota().refusals(group, typed, request.replicas, c.may_borrow, count_held);
+    if (!refused.empty()) {
+      for (auto& r : refused) out.reasons.add(std::move(r));
+      out.blocked = Blocked::kQuota;
+      return out;
     }
+  } else if (!state.quota().fits(group, typed, request.replicas, c.may_borrow, count_held)) {
     out.blocked = Blocked::kQuota;
     return out;
   }
