@@ -128,12 +128,17 @@ Selection try_attempts(const CycleState& state, const ResourceGroup& group, cons
     if (request.any_gpu()) {
       // Admission of a bare GPU count waits until here: only now is the type
       // (and so the quota entry it is charged to) known.
-      if (!state.quota().fits(group, per_replica, request.replicas, options.may_borrow, options.count_held)) {
+      // To explain, the refusals alone (some exactly when fits() says no).
+      std::vector<Reasons::Shared> refused;
+      const bool admitted =
+          options.explain
+              ? (refused = state.quota().refusals(group, per_replica, request.replicas, options.may_borrow,
+                                                  options.count_held))
+                    .empty()
+              : state.quota().fits(group, per_replica, request.replicas, options.may_borrow, options.count_held);
+      if (!admitted) {
         out.quota_refused = true;
         refused_types.push_back(attempt.gpu_type);
-        if (!options.explain) continue;
-        auto refused =
-            state.quota().refusals(group, per_replica, request.replicas, options.may_borrow, options.count_held);
         for (auto& r : refused) {
           if (quota_reported.insert(r->details.at("resource").as_string().c_str()).second) {
             out.quota.add(std::move(r));
