@@ -251,52 +251,67 @@ PendingReason storage_pool(const PoolFilter& pool, std::string_view group, const
 
 PendingReason no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,
                       const std::vector<std::string>& clusters) {
-  json::object d;
-  d["nodes_total"] = counts.total;
-  for (std::size_t i = 0; i < kNodeMisfitCount; ++i) d[misfit_key(static_cast<NodeMisfit>(i))] = counts.misfits[i];
-  d["nodes_fit"] = counts.fit;
-  d["replicas"] = request.replicas;
-  d["clusters"] = string_array(clusters);
+  json::object d(kNodeMisfitCount + 4);
+  d.emplace("nodes_total", counts.total);
+  for (std::size_t i = 0; i < kNodeMisfitCount; ++i) d.emplace(misfit_key(static_cast<NodeMisfit>(i)), counts.misfits[i]);
+  d.emplace("nodes_fit", counts.fit);
+  d.emplace("replicas", request.replicas);
+  d.emplace("clusters", string_array(clusters));
 
+  // Worded for every class of task short of nodes: the sentences appended
+  // in place, and a cause's words only when some node has it.
   std::string en = "no node fits: " + count_of(counts.total, "node", "nodes");
   std::string zh = "没有可用节点：共 " + std::to_string(counts.total) + " 个节点";
   if (counts.total == 0) {
-    en += " in " + join(clusters, ", ");
-    zh += "（集群 " + join(clusters, "、") + "）";
+    en.append(" in ").append(join(clusters, ", "));
+    zh.append("（集群 ").append(join(clusters, "、")).append("）");
   }
-  std::string type = request.any_gpu() ? "" : std::string(request.gpu_type);
-  std::string selector = selector_text(group.node_selector);
-  std::vector<std::string> parts_en, parts_zh;
-  auto part = [&](NodeMisfit m, const std::string& en_text, const std::string& zh_text) {
-    std::int64_t n = counts[m];
-    if (n == 0) return;
-    parts_en.push_back(std::to_string(n) + " " + en_text);
-    parts_zh.push_back(std::to_string(n) + " 个" + zh_text);
+  // "; 3 in maintenance, 9 lack gpu-type=...": each cause with its count.
+  int parts = 0;
+  auto part = [&](std::int64_t n, std::string_view zh_unit) {
+    en.append(parts == 0 ? "; " : ", ");
+    zh.append(parts == 0 ? "；" : "，");
+    ++parts;
+    const std::string figure = std::to_string(n);
+    en.append(figure).append(" ");
+    zh.append(figure).append(zh_unit);
   };
-  part(NodeMisfit::kNotReady, "not ready", "未就绪");
-  part(NodeMisfit::kMaintenance, "in maintenance", "处于维护中");
-  part(NodeMisfit::kSelectorMismatch, "not matching node selector " + selector, "不匹配节点选择器 " + selector);
-  if (request.any_gpu()) {
-    part(NodeMisfit::kGpuTypeMismatch, "without GPUs", "没有 GPU");
-  } else {
-    part(NodeMisfit::kGpuTypeMismatch, "lack gpu-type=" + type, "缺少 gpu-type=" + type);
+  auto cause = [&](NodeMisfit m) {
+    const std::int64_t n = counts[m];
+    if (n != 0) part(n, " 个");
+    return n != 0;
+  };
+  if (cause(NodeMisfit::kNotReady)) en.append("not ready"), zh.append("未就绪");
+  if (cause(NodeMisfit::kMaintenance)) en.append("in maintenance"), zh.append("处于维护中");
+  if (cause(NodeMisfit::kSelectorMismatch)) {
+    const std::string selector = selector_text(group.node_selector);
+    en.append("not matching node selector ").append(selector);
+    zh.append("不匹配节点选择器 ").append(selector);
   }
-  part(NodeMisfit::kInsufficientCpu, "lack free cpu", "空闲 CPU 不足");
-  part(NodeMisfit::kInsufficientMemory, "lack free memory", "空闲内存不足");
-  part(NodeMisfit::kInsufficientGpu, "lack free GPUs (need " + std::to_string(request.gpus) + ")",
-       "空闲 GPU 不足 " + std::to_string(request.gpus) + " 块");
-  part(NodeMisfit::kInsufficientOther, "lack other free resources", "其他空闲资源不足");
+  if (cause(NodeMisfit::kGpuTypeMismatch)) {
+    if (request.any_gpu()) {
+      en.append("without GPUs");
+      zh.append("没有 GPU");
+    } else {
+      en.append("lack gpu-type=").append(request.gpu_type);
+      zh.append("缺少 gpu-type=").append(request.gpu_type);
+    }
+  }
+  if (cause(NodeMisfit::kInsufficientCpu)) en.append("lack free cpu"), zh.append("空闲 CPU 不足");
+  if (cause(NodeMisfit::kInsufficientMemory)) en.append("lack free memory"), zh.append("空闲内存不足");
+  if (cause(NodeMisfit::kInsufficientGpu)) {
+    const std::string gpus = std::to_string(request.gpus);
+    en.append("lack free GPUs (need ").append(gpus).append(")");
+    zh.append("空闲 GPU 不足 ").append(gpus).append(" 块");
+  }
+  if (cause(NodeMisfit::kInsufficientOther)) en.append("lack other free resources"), zh.append("其他空闲资源不足");
   if (counts.fit > 0) {
     // Each of these nodes could take a replica, yet no one cluster could take
     // the whole gang (or, for gpu/any, one GPU type in it).
-    std::string r = std::to_string(request.replicas);
-    parts_en.push_back(std::to_string(counts.fit) + " could take a replica, but no cluster has room for all " + r +
-                       " replicas together");
-    parts_zh.push_back(std::to_string(counts.fit) + " 个可容纳单个副本，但没有一个集群能同时容纳全部 " + r + " 个副本");
-  }
-  if (!parts_en.empty()) {
-    en += "; " + join(parts_en, ", ");
-    zh += "；" + join(parts_zh, "，");
+    const std::string r = std::to_string(request.replicas);
+    part(counts.fit, " 个");
+    en.append("could take a replica, but no cluster has room for all ").append(r).append(" replicas together");
+    zh.append("可容纳单个副本，但没有一个集群能同时容纳全部 ").append(r).append(" 个副本");
   }
   // Nodes had room for single replicas but no cluster for the whole gang: the
   // task waits for its gang to fit together, not for a node to exist.
@@ -353,32 +368,40 @@ PendingReason preempt_later(std::string_view priority_class, std::int64_t preemp
 }
 
 PendingReason fallbacks(const Step& step, std::int64_t waited_s) {
+  // Worded for every waiting task with fallbacks (its wait is its own).
   json::array shapes;
-  std::vector<std::string> en_parts, zh_parts;
+  shapes.reserve(step.fallbacks.size());
+  std::string en = "fallback shapes: ";
+  std::string zh = "备选规格：";
   for (std::size_t i = 0; i < step.fallbacks.size(); ++i) {
     const StepShape& s = step.fallbacks[i];
-    bool tried = waited_s >= s.after_s;
-    json::object o;
-    o["shape"] = static_cast<std::int64_t>(i + 1);
-    o["after_s"] = s.after_s;
-    o["tried"] = tried;
-    o["resources"] = s.resources.to_string();
-    shapes.push_back(std::move(o));
+    const bool tried = waited_s >= s.after_s;
     std::string what = s.resources.to_string();
-    if (tried) {
-      en_parts.push_back(what + " (tried)");
-      zh_parts.push_back(what + "（已尝试）");
-    } else {
-      std::string left = std::to_string(s.after_s - waited_s);
-      en_parts.push_back(what + " (in " + left + "s)");
-      zh_parts.push_back(what + "（" + left + " 秒后）");
+    if (i > 0) {
+      en.append("; ");
+      zh.append("；");
     }
+    en.append(what);
+    zh.append(what);
+    if (tried) {
+      en.append(" (tried)");
+      zh.append("（已尝试）");
+    } else {
+      const std::string left = std::to_string(s.after_s - waited_s);
+      en.append(" (in ").append(left).append("s)");
+      zh.append("（").append(left).append(" 秒后）");
+    }
+    json::object o(4);
+    o.emplace("shape", static_cast<std::int64_t>(i + 1));
+    o.emplace("after_s", s.after_s);
+    o.emplace("tried", tried);
+    o.emplace("resources", std::move(what));
+    shapes.push_back(std::move(o));
   }
-  json::object d;
-  d["shapes"] = std::move(shapes);
-  d["waited_s"] = waited_s;
-  return make(kReasonFallback, "fallback shapes: " + join(en_parts, "; "), "备选规格：" + join(zh_parts, "；"),
-              std::move(d));
+  json::object d(2);
+  d.emplace("shapes", std::move(shapes));
+  d.emplace("waited_s", waited_s);
+  return make(kReasonFallback, std::move(en), std::move(zh), std::move(d));
 }
 
 PendingReason for_shape(PendingReason reason, int shape) {
