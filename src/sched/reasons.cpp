@@ -321,50 +321,58 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
 
 PendingReason preemption_grace(const std::vector<VictimFigure>& victims, bool already_stopping) {
   json::array list;
-  std::vector<std::string> names;
-  for (const auto& v : victims) {
-    json::object o;
-    o["attempt"] = v.attempt_id;
-    o["task"] = v.task_id;
-    o["kind"] = v.kind;
-    list.push_back(std::move(o));
-    names.push_back(v.task_id);
-  }
-  json::object d;
-  d["victims"] = std::move(list);
-  d["already_stopping"] = already_stopping;
-  auto n = static_cast<std::int64_t>(victims.size());
+  list.reserve(victims.size());
+  const auto n = static_cast<std::int64_t>(victims.size());
   std::string en = already_stopping
                        ? "waiting for " + count_of(n, "stopping task", "stopping tasks") + " to checkpoint and exit: "
                        : "preempting " + count_of(n, "task", "tasks") + " to make room; waiting out their grace: ";
   std::string zh = already_stopping ? "等待 " + std::to_string(n) + " 个正在停止的任务保存检查点并退出："
                                     : "正在抢占 " + std::to_string(n) + " 个任务以腾出资源，等待其宽限期结束：";
-  return make(kReasonPreemptionGrace, en + join(names, ", "), zh + join(names, "、"), std::move(d));
+  for (std::size_t i = 0; i < victims.size(); ++i) {
+    const VictimFigure& v = victims[i];
+    json::object o(3);
+    o.emplace("attempt", v.attempt_id);
+    o.emplace("task", v.task_id);
+    o.emplace("kind", v.kind);
+    list.push_back(std::move(o));
+    if (i > 0) {
+      en.append(", ");
+      zh.append("、");
+    }
+    en.append(v.task_id);
+    zh.append(v.task_id);
+  }
+  json::object d(2);
+  d.emplace("victims", std::move(list));
+  d.emplace("already_stopping", already_stopping);
+  return make(kReasonPreemptionGrace, std::move(en), std::move(zh), std::move(d));
 }
 
 PendingReason reservation(const std::vector<std::string>& held_for) {
-  json::object d;
-  d["held_for"] = string_array(held_for);
-  std::string list = join(held_for, ", ");
-  return make(kReasonReservation,
-              "would fit, but the room is held for earlier waiting " +
-                  std::string(held_for.size() == 1 ? "task " : "tasks ") + list + " so they are not starved",
-              "资源已为更早等待的任务 " + join(held_for, "、") + " 预留（防止其饿死），本任务需等待", std::move(d));
+  json::object d(1);
+  d.emplace("held_for", string_array(held_for));
+  std::string en = "would fit, but the room is held for earlier waiting ";
+  en.append(held_for.size() == 1 ? "task " : "tasks ").append(join(held_for, ", ")).append(" so they are not starved");
+  std::string zh = "资源已为更早等待的任务 ";
+  zh.append(join(held_for, "、")).append(" 预留（防止其饿死），本任务需等待");
+  return make(kReasonReservation, std::move(en), std::move(zh), std::move(d));
 }
 
 PendingReason preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s) {
-  json::object d;
-  d["priority_class"] = priority_class;
-  d["preempt_after_s"] = preempt_after_s;
-  d["waited_s"] = waited_s;
-  std::string pc(priority_class);
-  std::string left = std::to_string(std::max<std::int64_t>(0, preempt_after_s - waited_s));
-  return make("preemption_not_yet",
-              "priority class " + pc + " may preempt after " + std::to_string(preempt_after_s) +
-                  "s in the queue; waited " + std::to_string(waited_s) + "s (" + left + "s to go)",
-              "优先级 " + pc + " 排队 " + std::to_string(preempt_after_s) + " 秒后才可抢占；已等待 " +
-                  std::to_string(waited_s) + " 秒（还需 " + left + " 秒）",
-              std::move(d));
+  json::object d(3);
+  d.emplace("priority_class", priority_class);
+  d.emplace("preempt_after_s", preempt_after_s);
+  d.emplace("waited_s", waited_s);
+  const std::string after = std::to_string(preempt_after_s);
+  const std::string waited = std::to_string(waited_s);
+  const std::string left = std::to_string(std::max<std::int64_t>(0, preempt_after_s - waited_s));
+  std::string en = "priority class ";
+  en.append(priority_class).append(" may preempt after ").append(after).append("s in the queue; waited ");
+  en.append(waited).append("s (").append(left).append("s to go)");
+  std::string zh = "优先级 ";
+  zh.append(priority_class).append(" 排队 ").append(after).append(" 秒后才可抢占；已等待 ");
+  zh.append(waited).append(" 秒（还需 ").append(left).append(" 秒）");
+  return make("preemption_not_yet", std::move(en), std::move(zh), std::move(d));
 }
 
 PendingReason fallbacks(const Step& step, std::int64_t waited_s) {
