@@ -212,11 +212,17 @@ void QuotaBook::add(std::string_view group, const Tally& used) {
 void QuotaBook::add_kept(std::string_view group, const Resources& per_replica, std::int64_t replicas,
                          std::string_view holder) {
   Account& a = changing(group);
-  charge(a, &Slot::used, per_replica, replicas);
-  if (holder.empty()) return;
-  a.holdings.push_back({holder, &per_replica, replicas});
+  if (holder.empty()) {
+    charge(a, &Slot::used, per_replica, replicas);
+    return;
+  }
+  // Each name looked up once: charged, counted, and kept with the holding.
+  Holding& held = a.holdings.emplace_back(Holding{holder, &per_replica, replicas, {}});
   for (const auto& [name, amount] : per_replica.amounts()) {
-    if (amount != 0 && replicas != 0) ++slot(a.holdings_of, resource_id(name));
+    const int id = resource_id(name);
+    slot(a, id).used += static_cast<Wide>(amount) * replicas;
+    held.amounts.emplace_back(id, amount);
+    if (amount != 0 && replicas != 0) ++slot(a.holdings_of, id);
   }
 }
 
@@ -245,11 +251,7 @@ reasons::NamedAmountsView QuotaBook::top_holders(const Account* a, Resource r) c
     auto it = std::lower_bound(sums.begin(), sums.end(), held.holder,
                                [](const auto& s, std::string_view h) { return s.first < h; });
     if (it == sums.end() || it->first != held.holder) it = sums.insert(it, {held.holder, {}});
-    // Every name charged has an id (charge() gave it one).
-    for (const auto& [name, amount] : held.per_replica->amounts()) {
-      const int id = find_resource(name).id;
-      if (id >= 0) slot(it->second, id) += static_cast<Wide>(amount) * held.replicas;
-    }
+    for (const auto& [id, amount] : held.amounts) slot(it->second, id) += static_cast<Wide>(amount) * held.replicas;
   }
   auto cached = std::find_if(a->top_holders.begin(), a->top_holders.end(),
                              [&](const Account::TopHolders& t) { return t.resource == r.id; });

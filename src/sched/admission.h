@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "common/string_hash.h"
 #include "model/types.h"
 #include "sched/scheduler.h"
@@ -129,6 +131,9 @@ class QuotaBook {
     std::string_view holder;
     const Resources* per_replica;
     std::int64_t replicas;
+    // per_replica's amounts by resource id, resolved once when charged
+    // (top_holders sums them without a name to look up).
+    boost::container::small_vector<std::pair<int, std::int64_t>, 4> amounts;
   };
   // Resources as small ids, given on first sight (the groups' quotas, then
   // what is charged): an account's use, holds and limits are arrays by id,
