@@ -157,6 +157,62 @@ TEST(QuotaBookResources, UnnamedResourcesKeepTheirDefaultLimits) {
   EXPECT_TRUE(book.would_borrow("rg", Resources::parse_or_die("cpu:5000"), 1).empty());
 }
 
+// Property: quota refuses exactly when it has reasons to give. A fit that
+// explains asks refusals() alone and takes an empty list for a yes, so
+// fits() and refusals() (and check()) must agree on every book, request and
+// way of asking: cohorts or none, maxes, named or open cpu and memory,
+// holds, gpu/any entries, zero amounts, resources no quota names.
+TEST(QuotaBookProperty, RefusalsAreEmptyExactlyWhenItFits) {
+  std::mt19937_64 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  const std::vector<std::string> names = {std::string(kA100), "gpu/nvidia-l40s", "cpu", "memory", "example.com/fpga"};
+  int refused = 0, admitted = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<ResourceGroup> groups(3);
+    for (int g = 0; g < 3; ++g) {
+      ResourceGroup& rg = groups[static_cast<std::size_t>(g)];
+      rg.name = "rg-" + std::to_string(g);
+      if (pick(3) != 0) rg.cohort = pick(2) == 0 ? "x" : "y";
+      for (const auto& n : names) {
+        if (pick(3) == 0) continue;  // not named: open (cpu, memory) or 0
+        std::optional<std::int64_t> max;
+        if (pick(2) == 0) max = pick(24);
+        rg.quota[n] = QuotaEntry{pick(16), max};
+      }
+    }
+    QuotaBook book(groups);
+    for (int i = 0; i < 6; ++i) {
+      Resources r;
+      r.set(names[static_cast<std::size_t>(pick(5))], pick(6));
+      r.set(names[static_cast<std::size_t>(pick(5))], pick(6));
+      const std::string& g = groups[static_cast<std::size_t>(pick(3))].name;
+      if (pick(3) == 0) {
+        book.hold(g, r, 1 + pick(2));
+      } else {
+        book.add(g, r, 1 + pick(2), pick(2) == 0 ? std::string_view("pg-a") : std::string_view());
+      }
+    }
+    for (int ask = 0; ask < 20; ++ask) {
+      Resources r;
+      for (int k = 0; k < 1 + pick(3); ++k) r.set(names[static_cast<std::size_t>(pick(5))], pick(9));
+      if (pick(4) == 0) r.set(std::string(kGpuAny), 1 + pick(4));
+      const ResourceGroup& g = groups[static_cast<std::size_t>(pick(3))];
+      const int replicas = 1 + pick(3);
+      for (bool may_borrow : {true, false}) {
+        for (bool count_held : {true, false}) {
+          const bool fits = book.fits(g, r, replicas, may_borrow, count_held);
+          ASSERT_EQ(fits, book.refusals(g, r, replicas, may_borrow, count_held).empty())
+              << "round " << round << ": " << r.to_string() << " x" << replicas << " in " << g.name;
+          ASSERT_EQ(fits, book.check(g, r, replicas, may_borrow, count_held).empty()) << "round " << round;
+          ++(fits ? admitted : refused);
+        }
+      }
+    }
+  }
+  EXPECT_GT(refused, 1000);  // both answers are exercised
+  EXPECT_GT(admitted, 1000);
+}
+
 // Property: over random cohorts, ceilings and queues, replaying the plan's
 // placements in order, a group only goes above its guarantee by borrowing:
 // never above its max, and only while its cohort as a whole stays within the
