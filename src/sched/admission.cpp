@@ -358,6 +358,13 @@ bool QuotaBook::fits(const ResourceGroup& group, const Resources& per_replica, i
   return true;
 }
 
+bool QuotaBook::admits(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
+                       bool count_held, std::vector<Reasons::Shared>* refused) const {
+  if (refused == nullptr) return fits(group, per_replica, replicas, may_borrow, count_held);
+  *refused = refusals(group, per_replica, replicas, may_borrow, count_held);
+  return refused->empty();
+}
+
 bool QuotaBook::fits(const ResourceGroup& group, std::string_view resource, std::int64_t amount, int replicas,
                      bool may_borrow, bool count_held) const {
   return fits_one(account_of(group), group, resource, amount, replicas, may_borrow, count_held);

@@ -119,6 +119,11 @@ class QuotaBook {
   // The same for one resource of a request (`amount` per replica).
   bool fits(const ResourceGroup& group, std::string_view resource, std::int64_t amount, int replicas,
             bool may_borrow, bool count_held = true) const;
+  // fits(), or, given `refused`, refusals() into it and whether they are
+  // none: they are none exactly when fits() says yes (each_refusal asks what
+  // fits_one asks), so a caller that explains asks quota once, not twice.
+  bool admits(const ResourceGroup& group, const Resources& per_replica, int replicas, bool may_borrow,
+              bool count_held, std::vector<Reasons::Shared>* refused) const;
   // True when per_replica x replicas could be admitted once the group's (and
   // its cohort's) other work is gone: within the guarantee, or the ceiling
   // when it may borrow. False: it never fits, waiting does not help.

@@ -12,16 +12,9 @@ Fit fit_shape(const CycleState& state, const LoadView& loads, const TaskContext&
   const ResourceGroup& group = *c.group;
   std::optional<Resources> without_any;
   const Resources& typed = request.typed(without_any);
-  // To explain, the refusals alone: there are some exactly when fits() says
-  // no (each_refusal asks what fits_one asks), so quota is asked once.
-  if (explain) {
-    auto refused = state.quota().refusals(group, typed, request.replicas, c.may_borrow, count_held);
-    if (!refused.empty()) {
-      for (auto& r : refused) out.reasons.add(std::move(r));
-      out.blocked = Blocked::kQuota;
-      return out;
-    }
-  } else if (!state.quota().fits(group, typed, request.replicas, c.may_borrow, count_held)) {
+  std::vector<Reasons::Shared> refused;  // to explain: why quota says no
+  if (!state.quota().admits(group, typed, request.replicas, c.may_borrow, count_held, explain ? &refused : nullptr)) {
+    for (auto& r : refused) out.reasons.add(std::move(r));
     out.blocked = Blocked::kQuota;
     return out;
   }

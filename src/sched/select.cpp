@@ -128,15 +128,9 @@ Selection try_attempts(const CycleState& state, const ResourceGroup& group, cons
     if (request.any_gpu()) {
       // Admission of a bare GPU count waits until here: only now is the type
       // (and so the quota entry it is charged to) known.
-      // To explain, the refusals alone (some exactly when fits() says no).
-      std::vector<Reasons::Shared> refused;
-      const bool admitted =
-          options.explain
-              ? (refused = state.quota().refusals(group, per_replica, request.replicas, options.may_borrow,
-                                                  options.count_held))
-                    .empty()
-              : state.quota().fits(group, per_replica, request.replicas, options.may_borrow, options.count_held);
-      if (!admitted) {
+      std::vector<Reasons::Shared> refused;  // to explain: why quota says no
+      if (!state.quota().admits(group, per_replica, request.replicas, options.may_borrow, options.count_held,
+                                options.explain ? &refused : nullptr)) {
         out.quota_refused = true;
         refused_types.push_back(attempt.gpu_type);
         for (auto& r : refused) {

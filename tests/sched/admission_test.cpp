@@ -158,8 +158,8 @@ TEST(QuotaBookResources, UnnamedResourcesKeepTheirDefaultLimits) {
 }
 
 // Property: quota refuses exactly when it has reasons to give. A fit that
-// explains asks refusals() alone and takes an empty list for a yes, so
-// fits() and refusals() (and check()) must agree on every book, request and
+// explains asks admits() for the refusals alone and takes an empty list for
+// a yes, so fits(), refusals() (and check()) must agree on every book, request and
 // way of asking: cohorts or none, maxes, named or open cpu and memory,
 // holds, gpu/any entries, zero amounts, resources no quota names.
 TEST(QuotaBookProperty, RefusalsAreEmptyExactlyWhenItFits) {
@@ -204,6 +204,10 @@ TEST(QuotaBookProperty, RefusalsAreEmptyExactlyWhenItFits) {
           ASSERT_EQ(fits, book.refusals(g, r, replicas, may_borrow, count_held).empty())
               << "round " << round << ": " << r.to_string() << " x" << replicas << " in " << g.name;
           ASSERT_EQ(fits, book.check(g, r, replicas, may_borrow, count_held).empty()) << "round " << round;
+          std::vector<Reasons::Shared> why;
+          ASSERT_EQ(fits, book.admits(g, r, replicas, may_borrow, count_held, &why)) << "round " << round;
+          ASSERT_EQ(fits, why.empty()) << "round " << round;
+          ASSERT_EQ(fits, book.admits(g, r, replicas, may_borrow, count_held, nullptr)) << "round " << round;
           ++(fits ? admitted : refused);
         }
       }
