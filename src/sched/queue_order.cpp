@@ -11,6 +11,7 @@
 
 #include "common/string_hash.h"
 #include "sched/prefetch.h"
+#include "sched/tally.h"
 
 namespace cp::sched {
 namespace {
@@ -83,11 +84,6 @@ double dominant(std::span<const double> held, const Denominators& denom) {
   return best;
 }
 
-// What a tally holds, into `out` (sized as denom).
-void amounts_of(const Tally& t, const Denominators& denom, std::span<double> out) {
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(t.get(denom.names[i]));
-}
-
 // What the task adds to a holder's amounts, into `out` (sized as denom, zeros).
 void amounts_of(const Task& t, const Denominators& denom, std::span<double> out) {
   for (const auto& [name, v] : t.step.resources.amounts()) {
@@ -99,8 +95,8 @@ void amounts_of(const Task& t, const Denominators& denom, std::span<double> out)
 
 // Names to positions 0, 1, 2... as they are added. A run's tasks name a
 // few projects, and each project a few users: those are found by a walk
-// over copies kept side by side (no hash, and no read of a string far away
-// in the queue); past kLinear names, by a hash.
+// over views kept side by side (no hash); past kLinear names, by a hash.
+// The names viewed outlive the index (the queue's, the snapshot's).
 class NameIndex {
  public:
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
@@ -118,7 +114,7 @@ class NameIndex {
   // `name`'s position (find() said npos).
   std::size_t add(std::string_view name) {
     const std::size_t at = names_.size();
-    names_.emplace_back(name);
+    names_.push_back(name);
     if (names_.size() == kLinear + 1) {
       for (std::size_t i = 0; i < names_.size(); ++i) many_.emplace(names_[i], i);
     } else if (names_.size() > kLinear + 1) {
@@ -129,16 +125,72 @@ class NameIndex {
 
  private:
   static constexpr std::size_t kLinear = 8;
-  std::vector<std::string> names_;
-  StringMap<std::size_t> many_;
+  std::vector<std::string_view> names_;
+  std::unordered_map<std::string_view, std::size_t, StringHash, std::equal_to<>> many_;
 };
 
-std::string user_key(std::string_view project, std::string_view user) {
-  std::string k(project);
-  k += '\0';
-  k += user;
-  return k;
-}
+// What the running work of one resource group holds, per project group and
+// per user inside it: only the denominators' amounts (index for index),
+// summed without overflow.
+class Held {
+ public:
+  Held(std::span<const RunningWork* const> works, const Denominators& denom) : width_(denom.names.size()) {
+    if (width_ == 0) return;  // no share to work out: every share is 0
+    for (const RunningWork* w : works) {
+      std::size_t p = projects_.find(w->project_group);
+      if (p == NameIndex::npos) {
+        p = projects_.add(w->project_group);
+        by_project_.push_back({grow(), {}, {}});
+      }
+      Project& project = by_project_[p];
+      std::size_t u = project.users.find(w->user);
+      if (u == NameIndex::npos) {
+        u = project.users.add(w->user);
+        project.user_at.push_back(grow());
+      }
+      const std::size_t user_at = project.user_at[u];
+      const auto replicas = static_cast<std::int64_t>(w->placements.size());
+      for (const auto& [name, amount] : w->per_replica.amounts()) {
+        if (auto i = denom.index(name); i >= 0) {
+          const Wide add = static_cast<Wide>(amount) * replicas;
+          amounts_[project.at + static_cast<std::size_t>(i)] += add;
+          amounts_[user_at + static_cast<std::size_t>(i)] += add;
+        }
+      }
+    }
+  }
+  // Into `out` (sized as denom, zeros): what the project group, or one of
+  // its users, holds.
+  void project(std::string_view name, std::span<double> out) const {
+    if (std::size_t p = projects_.find(name); p != NameIndex::npos) copy(by_project_[p].at, out);
+  }
+  void user(std::string_view project, std::string_view name, std::span<double> out) const {
+    const std::size_t p = projects_.find(project);
+    if (p == NameIndex::npos) return;
+    const Project& of = by_project_[p];
+    if (std::size_t u = of.users.find(name); u != NameIndex::npos) copy(of.user_at[u], out);
+  }
+
+ private:
+  struct Project {
+    std::size_t at;  // offset of its amounts
+    NameIndex users;
+    std::vector<std::size_t> user_at;  // per user: offset of its amounts
+  };
+  std::size_t grow() {
+    const std::size_t at = amounts_.size();
+    amounts_.resize(at + width_, 0);
+    return at;
+  }
+  void copy(std::size_t at, std::span<double> out) const {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(amounts_[at + i]);
+  }
+
+  std::size_t width_;
+  std::vector<Wide> amounts_;
+  NameIndex projects_;
+  std::vector<Project> by_project_;
+};
 
 // Orders tasks of one priority (already in submit order) by fair share.
 // Projects and users are numbered as they are first seen and kept in flat
@@ -149,8 +201,7 @@ std::string user_key(std::string_view project, std::string_view user) {
 // comes_before: ties are broken by positions, without reading the tasks
 // (which lie far apart in memory) again.
 void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const QueuedTask*>::iterator last,
-              const Denominators& denom, const FairShareOrder::Held* by_project,
-              const FairShareOrder::Held* by_user) {
+              const Denominators& denom, const Held& held) {
   const std::size_t width = denom.names.size();
   struct User {
     std::size_t held;  // offset of its amounts in `amounts`
@@ -168,13 +219,10 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
   std::vector<User> users;
   NameIndex project_at;  // positions in `projects`
   auto held_at = [&](std::size_t at) { return std::span<double>(amounts).subspan(at, width); };
-  // Amounts of a new holder: what it holds now (zero when nothing), appended.
-  auto held_now = [&](const FairShareOrder::Held* table, std::string_view key) {
+  // Amounts of a new holder (zero when nothing), appended: its offset.
+  auto appended = [&] {
     const std::size_t at = amounts.size();
     amounts.resize(at + width, 0.0);
-    if (table != nullptr) {
-      if (auto h = table->find(key); h != table->end()) amounts_of(h->second, denom, held_at(at));
-    }
     return at;
   };
   auto dominant_at = [&](std::size_t at) { return dominant(held_at(at), denom); };
@@ -190,15 +238,18 @@ void fair_run(std::vector<const QueuedTask*>::iterator first, std::vector<const 
     std::size_t p = project_at.find(t.project_group);
     if (p == NameIndex::npos) {
       p = project_at.add(t.project_group);
-      projects.push_back({held_now(by_project, t.project_group), {}, {}});
+      const std::size_t at = appended();
+      held.project(t.project_group, held_at(at));
+      projects.push_back({at, {}, {}});
     }
     Project& project = projects[p];
     std::size_t u = project.user_at.find(t.user);
     if (u == NameIndex::npos) {
       project.user_at.add(t.user);
       u = users.size();
-      const std::size_t held = held_now(by_user, user_key(t.project_group, t.user));
-      users.push_back({held, dominant_at(held), {}, 0});
+      const std::size_t at = appended();
+      held.user(t.project_group, t.user, held_at(at));
+      users.push_back({at, dominant_at(at), {}, 0});
       project.users.push_back(u);
     } else {
       u = project.users[u];
@@ -296,17 +347,6 @@ std::unordered_set<std::string_view> groups_to_order(const std::vector<QueuedTas
 
 }  // namespace
 
-FairShareOrder::FairShareOrder(const Snapshot& snapshot, const std::vector<QueuedTask>& queue) {
-  std::unordered_set<std::string_view> queued = groups_to_order(queue);
-  if (queued.empty()) return;
-  for (const auto& g : snapshot.resource_groups) {
-    if (queued.contains(g.name)) groups_.emplace(g.name, &g);
-  }
-  for (const auto& w : snapshot.running) {
-    if (queued.contains(w.resource_group)) count(w);
-  }
-}
-
 FairShareOrder::FairShareOrder(const std::vector<ResourceGroup>& groups, const std::vector<QueuedTask>& queue) {
   std::unordered_set<std::string_view> queued = groups_to_order(queue);
   if (queued.empty()) return;
@@ -317,46 +357,42 @@ FairShareOrder::FairShareOrder(const std::vector<ResourceGroup>& groups, const s
 }
 
 void FairShareOrder::count(const RunningWork& w) {
-  auto held = [](Held& table, std::string_view key) -> Tally& {
-    auto it = table.find(key);
-    return it != table.end() ? it->second : table.try_emplace(std::string(key)).first->second;
-  };
-  auto u = usage_.find(w.resource_group);
-  if (u == usage_.end()) u = usage_.try_emplace(w.resource_group).first;
-  auto replicas = static_cast<std::int64_t>(w.placements.size());
-  held(u->second.by_project, w.project_group).add(w.per_replica, replicas);
-  user_key_.assign(w.project_group).push_back('\0');
-  user_key_ += w.user;
-  held(u->second.by_user, user_key_).add(w.per_replica, replicas);
+  auto it = running_.find(w.resource_group);
+  if (it == running_.end()) it = running_.try_emplace(w.resource_group).first;
+  it->second.push_back(&w);
 }
 
 double FairShareOrder::share(std::string_view group, std::string_view project_group, std::string_view user) const {
   auto g = groups_.find(group);
   auto denom = denominators(g == groups_.end() ? nullptr : g->second);
-  auto u = usage_.find(group);
-  if (u == usage_.end()) return 0;
-  const auto& table = user.empty() ? u->second.by_project : u->second.by_user;
-  auto it = table.find(user.empty() ? std::string(project_group) : user_key(project_group, user));
-  if (it == table.end()) return 0;
-  Amounts held(denom.names.size(), 0.0);
-  amounts_of(it->second, denom, held);
-  return dominant(held, denom);
+  auto works = running_.find(group);
+  if (works == running_.end()) return 0;
+  const Held held(works->second, denom);
+  Amounts amounts(denom.names.size(), 0.0);
+  if (user.empty()) {
+    held.project(project_group, amounts);
+  } else {
+    held.user(project_group, user, amounts);
+  }
+  return dominant(amounts, denom);
 }
 
 void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
   PriorityOrder{}.sort_group(tasks);
-  if (tasks.empty()) return;
+  if (tasks.size() < 2) return;  // one order, whatever the shares
   const std::string& name = tasks.front()->task.resource_group;
   auto g = groups_.find(name);
   auto denom = denominators(g == groups_.end() ? nullptr : g->second);
-  auto u = usage_.find(name);
-  const auto* by_project = u == usage_.end() ? nullptr : &u->second.by_project;
-  const auto* by_user = u == usage_.end() ? nullptr : &u->second.by_user;
+  // What the group's running work holds, added up once for all its priorities.
+  auto works = running_.find(name);
+  const Held held(works == running_.end() ? std::span<const RunningWork* const>()
+                                          : std::span<const RunningWork* const>(works->second),
+                  denom);
   auto first = tasks.begin();
   while (first != tasks.end()) {
     int priority = (*first)->task.priority;
     auto last = std::find_if(first, tasks.end(), [&](const QueuedTask* q) { return q->task.priority != priority; });
-    fair_run(first, last, denom, by_project, by_user);
+    fair_run(first, last, denom, held);
     first = last;
   }
 }

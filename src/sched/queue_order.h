@@ -13,7 +13,6 @@
 
 #include "common/string_hash.h"
 #include "sched/scheduler.h"
-#include "sched/tally.h"
 
 namespace cp::sched {
 
@@ -42,17 +41,18 @@ class PriorityOrder final : public QueueOrder {
 // a hundred tasks gets its turn, then every other team gets one.
 class FairShareOrder final : public QueueOrder {
  public:
+  // Shares from the snapshot's running work. Each resource group's work is
+  // added up only when sort_group() is asked about the group with two or
+  // more tasks (a group with one queued task has one order): one urgent task
+  // does not pay for adding up the running work of every group of the fleet.
   explicit FairShareOrder(const Snapshot& snapshot);
-  // Shares only of the resource groups that have tasks in `queue` (the only
-  // ones sort_group() is asked about): one urgent task does not pay for
-  // adding up the running work of every group of the fleet.
-  // A group with one queued task has one order: its running work is not counted.
-  FairShareOrder(const Snapshot& snapshot, const std::vector<QueuedTask>& queue);
-  // The same shares, counted by the caller: for each of groups_to_count(),
-  // count() every running work of that group. For a caller that keeps
-  // running work indexed by group (Scheduler) and need not look at all of it.
+  // The same shares, counted by the caller: for each of groups_to_count()
+  // (the groups with two or more tasks in `queue`), count() every running
+  // work of that group. For a caller that keeps running work indexed by
+  // group (Scheduler) and need not look at all of it.
   FairShareOrder(const std::vector<ResourceGroup>& groups, const std::vector<QueuedTask>& queue);
   const std::vector<std::string_view>& groups_to_count() const { return to_count_; }
+  // Kept by address: `w` outlives this order.
   void count(const RunningWork& w);
   void sort_group(std::vector<const QueuedTask*>& tasks) const override;
   // The dominant share held now by a project group (or by one of its users,
@@ -60,23 +60,13 @@ class FairShareOrder final : public QueueOrder {
   double share(std::string_view group, std::string_view project_group, std::string_view user = {}) const;
 
  private:
-  // Found by name (a view, no copy), never walked: hashes, as every running
-  // work of the queued groups is counted.
+  // Found by name (a view, no copy), never walked.
   template <class T>
   using ByName = StringMap<T>;
 
- public:
-  using Held = ByName<Tally>;
-
- private:
-  struct Usage {
-    Held by_project;  // project group -> held
-    Held by_user;     // "project\0user" -> held
-  };
   ByName<const ResourceGroup*> groups_;
   std::vector<std::string_view> to_count_;  // views of the queue's group names
-  ByName<Usage> usage_;  // by resource group
-  std::string user_key_;  // count()'s buffer
+  ByName<std::vector<const RunningWork*>> running_;  // by resource group
 };
 
 // The (priority desc, queued_at asc, created_at asc, id asc) comparison.

@@ -541,7 +541,7 @@ class Cycle {
 }  // namespace
 
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now) {
-  if (snapshot.config.fair_share) return decide(snapshot, queue, now, FairShareOrder(snapshot, queue));
+  if (snapshot.config.fair_share) return decide(snapshot, queue, now, FairShareOrder(snapshot));
   return decide(snapshot, queue, now, PriorityOrder{});
 }
 
