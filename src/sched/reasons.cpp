@@ -3,6 +3,8 @@
 #include "sched/scheduler.h"
 
 namespace cp::sched::reasons {
+
+using namespace std::string_view_literals;
 namespace {
 
 PendingReason make(std::string_view code, std::string en, std::string zh, json::object details) {
@@ -103,13 +105,13 @@ PendingReason quota(const QuotaFigures& f) {
   std::string en, zh;
   en.reserve(160);
   zh.reserve(160);
-  en.append("quota: ").append(r).append(" ").append(u).append(" of ").append(l).append(" in use by ").append(g);
-  zh.append("配额不足：").append(g).append(" 的 ").append(r).append(" 已用 ").append(u).append("/").append(l);
+  en.append("quota: "sv).append(r).append(" "sv).append(u).append(" of "sv).append(l).append(" in use by "sv).append(g);
+  zh.append("配额不足："sv).append(g).append(" 的 "sv).append(r).append(" 已用 "sv).append(u).append("/"sv).append(l);
   if (!f.holders.empty()) {
     append_pairs_both(en, zh, " (", "（", r, f.holders);
   }
-  en.append(", this task asks for ").append(q);
-  zh.append("，本任务申请 ").append(q);
+  en.append(", this task asks for "sv).append(q);
+  zh.append("，本任务申请 "sv).append(q);
   if (!f.cohort.empty()) {
     d.emplace("cohort", f.cohort);
     d.emplace("ceiling", f.ceiling);
@@ -117,16 +119,16 @@ PendingReason quota(const QuotaFigures& f) {
     d.emplace("may_borrow", f.may_borrow);
     d.emplace("borrowers", pairs(f.borrowers));
     if (!f.may_borrow) {
-      en.append("; its priority class is not preemptible, so it may not borrow from cohort ").append(f.cohort);
-      zh.append("；其优先级不可被抢占，因此不能向资源池 ").append(f.cohort).append(" 借用");
+      en.append("; its priority class is not preemptible, so it may not borrow from cohort "sv).append(f.cohort);
+      zh.append("；其优先级不可被抢占，因此不能向资源池 "sv).append(f.cohort).append(" 借用"sv);
     } else if (f.used + f.requested > f.ceiling) {
       const std::string c = format_quantity(r, f.ceiling);
-      en.append("; borrowing stops at the group's max of ").append(c);
-      zh.append("；借用上限为 ").append(c);
+      en.append("; borrowing stops at the group's max of "sv).append(c);
+      zh.append("；借用上限为 "sv).append(c);
     } else {
       const std::string idle = format_quantity(r, f.cohort_idle);
-      en.append("; cohort ").append(f.cohort).append(" has ").append(idle).append(" idle");
-      zh.append("；资源池 ").append(f.cohort).append(" 仅剩 ").append(idle).append(" 空闲");
+      en.append("; cohort "sv).append(f.cohort).append(" has "sv).append(idle).append(" idle"sv);
+      zh.append("；资源池 "sv).append(f.cohort).append(" 仅剩 "sv).append(idle).append(" 空闲"sv);
       if (!f.borrowers.empty()) {
         append_pairs_both(en, zh, " (borrowed by ", "（被借用：", r, f.borrowers);
       }
@@ -263,8 +265,8 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
   std::string en = "no node fits: " + count_of(counts.total, "node", "nodes");
   std::string zh = "没有可用节点：共 " + std::to_string(counts.total) + " 个节点";
   if (counts.total == 0) {
-    en.append(" in ").append(join(clusters, ", "));
-    zh.append("（集群 ").append(join(clusters, "、")).append("）");
+    en.append(" in "sv).append(join(clusters, ", "));
+    zh.append("（集群 "sv).append(join(clusters, "、")).append("）"sv);
   }
   // "; 3 in maintenance, 9 lack gpu-type=...": each cause with its count.
   int parts = 0;
@@ -273,7 +275,7 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
     zh.append(parts == 0 ? "；" : "，");
     ++parts;
     const std::string figure = std::to_string(n);
-    en.append(figure).append(" ");
+    en.append(figure).append(" "sv);
     zh.append(figure).append(zh_unit);
   };
   auto cause = [&](NodeMisfit m) {
@@ -281,37 +283,37 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
     if (n != 0) part(n, " 个");
     return n != 0;
   };
-  if (cause(NodeMisfit::kNotReady)) en.append("not ready"), zh.append("未就绪");
-  if (cause(NodeMisfit::kMaintenance)) en.append("in maintenance"), zh.append("处于维护中");
+  if (cause(NodeMisfit::kNotReady)) en.append("not ready"sv), zh.append("未就绪"sv);
+  if (cause(NodeMisfit::kMaintenance)) en.append("in maintenance"sv), zh.append("处于维护中"sv);
   if (cause(NodeMisfit::kSelectorMismatch)) {
     const std::string selector = selector_text(group.node_selector);
-    en.append("not matching node selector ").append(selector);
-    zh.append("不匹配节点选择器 ").append(selector);
+    en.append("not matching node selector "sv).append(selector);
+    zh.append("不匹配节点选择器 "sv).append(selector);
   }
   if (cause(NodeMisfit::kGpuTypeMismatch)) {
     if (request.any_gpu()) {
-      en.append("without GPUs");
-      zh.append("没有 GPU");
+      en.append("without GPUs"sv);
+      zh.append("没有 GPU"sv);
     } else {
-      en.append("lack gpu-type=").append(request.gpu_type);
-      zh.append("缺少 gpu-type=").append(request.gpu_type);
+      en.append("lack gpu-type="sv).append(request.gpu_type);
+      zh.append("缺少 gpu-type="sv).append(request.gpu_type);
     }
   }
-  if (cause(NodeMisfit::kInsufficientCpu)) en.append("lack free cpu"), zh.append("空闲 CPU 不足");
-  if (cause(NodeMisfit::kInsufficientMemory)) en.append("lack free memory"), zh.append("空闲内存不足");
+  if (cause(NodeMisfit::kInsufficientCpu)) en.append("lack free cpu"sv), zh.append("空闲 CPU 不足"sv);
+  if (cause(NodeMisfit::kInsufficientMemory)) en.append("lack free memory"sv), zh.append("空闲内存不足"sv);
   if (cause(NodeMisfit::kInsufficientGpu)) {
     const std::string gpus = std::to_string(request.gpus);
-    en.append("lack free GPUs (need ").append(gpus).append(")");
-    zh.append("空闲 GPU 不足 ").append(gpus).append(" 块");
+    en.append("lack free GPUs (need "sv).append(gpus).append(")"sv);
+    zh.append("空闲 GPU 不足 "sv).append(gpus).append(" 块"sv);
   }
-  if (cause(NodeMisfit::kInsufficientOther)) en.append("lack other free resources"), zh.append("其他空闲资源不足");
+  if (cause(NodeMisfit::kInsufficientOther)) en.append("lack other free resources"sv), zh.append("其他空闲资源不足"sv);
   if (counts.fit > 0) {
     // Each of these nodes could take a replica, yet no one cluster could take
     // the whole gang (or, for gpu/any, one GPU type in it).
     const std::string r = std::to_string(request.replicas);
     part(counts.fit, " 个");
-    en.append("could take a replica, but no cluster has room for all ").append(r).append(" replicas together");
-    zh.append("可容纳单个副本，但没有一个集群能同时容纳全部 ").append(r).append(" 个副本");
+    en.append("could take a replica, but no cluster has room for all "sv).append(r).append(" replicas together"sv);
+    zh.append("可容纳单个副本，但没有一个集群能同时容纳全部 "sv).append(r).append(" 个副本"sv);
   }
   // Nodes had room for single replicas but no cluster for the whole gang: the
   // task waits for its gang to fit together, not for a node to exist.
@@ -336,8 +338,8 @@ PendingReason preemption_grace(const std::vector<VictimFigure>& victims, bool al
     o.emplace("kind", v.kind);
     list.push_back(std::move(o));
     if (i > 0) {
-      en.append(", ");
-      zh.append("、");
+      en.append(", "sv);
+      zh.append("、"sv);
     }
     en.append(v.task_id);
     zh.append(v.task_id);
@@ -352,9 +354,9 @@ PendingReason reservation(const std::vector<std::string>& held_for) {
   json::object d(1);
   d.emplace("held_for", string_array(held_for));
   std::string en = "would fit, but the room is held for earlier waiting ";
-  en.append(held_for.size() == 1 ? "task " : "tasks ").append(join(held_for, ", ")).append(" so they are not starved");
+  en.append(held_for.size() == 1 ? "task " : "tasks ").append(join(held_for, ", ")).append(" so they are not starved"sv);
   std::string zh = "资源已为更早等待的任务 ";
-  zh.append(join(held_for, "、")).append(" 预留（防止其饿死），本任务需等待");
+  zh.append(join(held_for, "、")).append(" 预留（防止其饿死），本任务需等待"sv);
   return make(kReasonReservation, std::move(en), std::move(zh), std::move(d));
 }
 
@@ -367,11 +369,11 @@ PendingReason preempt_later(std::string_view priority_class, std::int64_t preemp
   const std::string waited = std::to_string(waited_s);
   const std::string left = std::to_string(std::max<std::int64_t>(0, preempt_after_s - waited_s));
   std::string en = "priority class ";
-  en.append(priority_class).append(" may preempt after ").append(after).append("s in the queue; waited ");
-  en.append(waited).append("s (").append(left).append("s to go)");
+  en.append(priority_class).append(" may preempt after "sv).append(after).append("s in the queue; waited "sv);
+  en.append(waited).append("s ("sv).append(left).append("s to go)"sv);
   std::string zh = "优先级 ";
-  zh.append(priority_class).append(" 排队 ").append(after).append(" 秒后才可抢占；已等待 ");
-  zh.append(waited).append(" 秒（还需 ").append(left).append(" 秒）");
+  zh.append(priority_class).append(" 排队 "sv).append(after).append(" 秒后才可抢占；已等待 "sv);
+  zh.append(waited).append(" 秒（还需 "sv).append(left).append(" 秒）"sv);
   return make("preemption_not_yet", std::move(en), std::move(zh), std::move(d));
 }
 
@@ -386,18 +388,18 @@ PendingReason fallbacks(const Step& step, std::int64_t waited_s) {
     const bool tried = waited_s >= s.after_s;
     std::string what = s.resources.to_string();
     if (i > 0) {
-      en.append("; ");
-      zh.append("；");
+      en.append("; "sv);
+      zh.append("；"sv);
     }
     en.append(what);
     zh.append(what);
     if (tried) {
-      en.append(" (tried)");
-      zh.append("（已尝试）");
+      en.append(" (tried)"sv);
+      zh.append("（已尝试）"sv);
     } else {
       const std::string left = std::to_string(s.after_s - waited_s);
-      en.append(" (in ").append(left).append("s)");
-      zh.append("（").append(left).append(" 秒后）");
+      en.append(" (in "sv).append(left).append("s)"sv);
+      zh.append("（"sv).append(left).append(" 秒后）"sv);
     }
     json::object o(4);
     o.emplace("shape", static_cast<std::int64_t>(i + 1));
