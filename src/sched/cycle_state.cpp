@@ -451,23 +451,27 @@ void CycleState::quota_holders(std::string_view group, std::vector<std::string_v
 void CycleState::changed_nodes(const Placement& placement) {
   ++changes_;
   for (const auto& p : placement.placements) {
-    auto i = node_index(placement.cluster_id, p.node);
-    if (!i) continue;  // no node, nothing changed on one
-    const NodeView& v = nodes_[*i];
-    std::uint64_t* bucket = &bucket_changed_[v.cluster_rank * kinds_];
-    if (static_cast<std::size_t>(std::popcount(v.gpu_type_bits)) == v.gpu_types.size()) {
-      for (std::uint64_t bits = v.gpu_type_bits; bits != 0; bits &= bits - 1) bucket[std::countr_zero(bits)] = changes_;
-    } else {
-      for (std::size_t k = 0; k + 2 < kinds_; ++k) bucket[k] = changes_;  // a type numbered past 64: all of them
-    }
-    if (v.has_gpus()) bucket[kinds_ - 2] = changes_;
-    bucket[kinds_ - 1] = changes_;
+    if (auto i = node_index(placement.cluster_id, p.node)) changed_node(*i);  // no node, nothing changed on one
   }
 }
 
-void CycleState::changed_quota(std::string_view group_name) {
+void CycleState::changed_node(std::size_t node) {
+  const NodeView& v = nodes_[node];
+  std::uint64_t* bucket = &bucket_changed_[v.cluster_rank * kinds_];
+  if (static_cast<std::size_t>(std::popcount(v.gpu_type_bits)) == v.gpu_types.size()) {
+    for (std::uint64_t bits = v.gpu_type_bits; bits != 0; bits &= bits - 1) bucket[std::countr_zero(bits)] = changes_;
+  } else {
+    for (std::size_t k = 0; k + 2 < kinds_; ++k) bucket[k] = changes_;  // a type numbered past 64: all of them
+  }
+  if (v.has_gpus()) bucket[kinds_ - 2] = changes_;
+  bucket[kinds_ - 1] = changes_;
+}
+
+void CycleState::changed_quota(std::string_view group_name) { changed_quota(group(group_name)); }
+
+void CycleState::changed_quota(const ResourceGroup* g) {
   ++changes_;
-  if (const ResourceGroup* g = group(group_name)) {
+  if (g != nullptr) {
     quota_changed_[quota_scope(*g)] = changes_;
   } else {
     unscoped_change_ = changes_;
@@ -506,14 +510,20 @@ bool CycleState::quota_holds_unchanged_since(std::uint64_t mark, std::string_vie
 }
 
 void CycleState::commit(const Task& task, const Placement& placement) {
-  changed_quota(task.resource_group);
-  changed_nodes(placement);
+  commit(task, group(task.resource_group), project(task.project_group), placement);
+}
+
+void CycleState::commit(const Task& task, const ResourceGroup* g, ProjectId project, const Placement& placement) {
+  changed_quota(g);
+  ++changes_;  // the nodes' change, as changed_nodes counts it
   quota_.add(task.resource_group, placement.per_replica, static_cast<std::int64_t>(placement.placements.size()),
              task.project_group);
+  // Each replica's node looked up once: its buckets, then its load.
   for (const auto& p : placement.placements) {
     auto i = node_index(placement.cluster_id, p.node);
     if (!i) continue;
-    changing_load(*i).add(placement.per_replica, p.gpu_indices, project(task.project_group));
+    changed_node(*i);
+    changing_load(*i).add(placement.per_replica, p.gpu_indices, project);
     loads_changed(*i);
   }
 }

@@ -308,8 +308,11 @@ class CycleState final : public LoadView {
   void holders_on(const std::vector<std::size_t>& nodes, std::vector<std::string_view>& out) const;
   void quota_holders(std::string_view group, std::vector<std::string_view>& out) const;
 
-  // Charges a placement to its group and its nodes.
+  // Charges a placement to its group and its nodes. `group` and `project`,
+  // where the caller has them (state.group(task.resource_group) and
+  // project(task.project_group)), spare looking them up again.
   void commit(const Task& task, const Placement& placement);
+  void commit(const Task& task, const ResourceGroup* group, ProjectId project, const Placement& placement);
   // Holds room for a blocked task: on the placement's nodes (when it has
   // any) and in its group's quota.
   void hold(const Task& task, const Placement& placement);
@@ -453,7 +456,9 @@ class CycleState final : public LoadView {
 
  private:
   void changed_nodes(const Placement& placement);
+  void changed_node(std::size_t node);  // its buckets to changes_ (the caller counted the change)
   void changed_quota(std::string_view group);
+  void changed_quota(const ResourceGroup* group);  // nullptr: a group the snapshot does not know
   // Whose quota a group's answers read: its cohort's, or its own outside one.
   std::string_view quota_scope(const ResourceGroup& g) const { return g.cohort.empty() ? g.name : g.cohort; }
 

@@ -222,7 +222,7 @@ class Cycle {
       Fit fit = fit_shapes(state_, state_, c, true);
       if (fit.placement) {
         // Charged at once, so the tasks after this one see its quota and nodes taken.
-        state_.commit(*c.task, *fit.placement);
+        state_.commit(*c.task, c.group, c.project, *fit.placement);
         plan_.placements.push_back(std::move(*fit.placement));
         return;
       }
