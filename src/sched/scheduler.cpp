@@ -6,6 +6,8 @@
 #include <set>
 #include <unordered_map>
 
+#include <boost/container/small_vector.hpp>
+
 #include "common/string_hash.h"
 #include "sched/admission.h"
 #include "sched/cycle.h"
@@ -176,12 +178,12 @@ class Cycle {
     std::vector<const ResourceGroup*> groups;
     groups.reserve(ordered.groups.size());
     for (std::string_view name : ordered.groups) groups.push_back(state_.group(name));
-    std::vector<GroupClusters> plain_clusters(groups.size());
+    std::vector<PerGroup> per_group(groups.size());
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       if (i + 3 < tasks.size()) prefetch::lines(*tasks[i + 3]);
       if (i + 2 < tasks.size()) prefetch::heap(tasks[i + 2]->task);
       if (i + 1 < tasks.size()) prefetch::names(tasks[i + 1]->task);
-      one(*tasks[i], groups[ordered.group_of[i]], plain_clusters[ordered.group_of[i]]);
+      one(*tasks[i], groups[ordered.group_of[i]], per_group[ordered.group_of[i]]);
     }
     return std::move(plan_);
   }
@@ -209,10 +211,28 @@ class Cycle {
     std::optional<Behind> behind;
   };
 
-  void one(const QueuedTask& queued, const ResourceGroup* group, GroupClusters& plain) {
+  // What the cycle keeps per resource group of the queue.
+  struct PerGroup {
+    GroupClusters plain;  // the clusters of its tasks with no pin, selector or pool
+    // Its tasks' project groups as the state numbers them: a group's tasks
+    // name a few, found by a walk rather than a hash of the name per task.
+    boost::container::small_vector<std::pair<std::string_view, ProjectId>, 4> projects;
+  };
+
+  ProjectId project(PerGroup& g, std::string_view name) {
+    for (const auto& [known, id] : g.projects) {
+      if (known == name) return id;
+    }
+    const ProjectId id = state_.project(name);
+    if (g.projects.size() < kProjectsPerGroup) g.projects.emplace_back(name, id);
+    return id;
+  }
+  static constexpr std::size_t kProjectsPerGroup = 8;  // past these, the state's hash
+
+  void one(const QueuedTask& queued, const ResourceGroup* group, PerGroup& per_group) {
     TaskContext c;
-    c.project = state_.project(queued.task.project_group);
-    if (auto refused = prepare(state_, queued, group, now_, plain, pinned_clusters_, c)) {
+    c.project = project(per_group, queued.task.project_group);
+    if (auto refused = prepare(state_, queued, group, now_, per_group.plain, pinned_clusters_, c)) {
       pend(queued.task.id, Reasons(std::move(*refused)));
       return;
     }
