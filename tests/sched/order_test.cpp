@@ -131,6 +131,57 @@ TEST(FairShareOrder, ShareIsTheDominantResourceOverTheGuarantee) {
   EXPECT_DOUBLE_EQ(order.share("rg-b", "proj-y"), 0.0);
 }
 
+TEST(FairShareOrder, CountedByTheCallerItHasTheSnapshotsShares) {
+  // The Scheduler's way (groups_to_count(), then count() each of their
+  // works) and the snapshot's way give the same shares; a group with one
+  // queued task is not asked for.
+  Fleet fleet;
+  fleet.group("rg-a", "cpu:100", {"c1"});
+  fleet.group("rg-b", "gpu/nvidia-a100-80gb:16,cpu:100", {"c1"});
+  fleet.running("r1", "rg-b", "c1", "gpu/nvidia-a100-80gb:2,cpu:40", {{0, "n1", {0, 1}}}).project_group = "proj-x";
+  RunningWork& r2 = fleet.running("r2", "rg-b", "c1", "gpu/nvidia-a100-80gb:4,cpu:8", {{0, "n2", {0, 1, 2, 3}}});
+  r2.project_group = "proj-y";
+  r2.user = "bob";
+  fleet.running("r3", "rg-a", "c1", "cpu:50", {{0, "n3", {}}}).project_group = "proj-x";
+  Queue q;
+  q.task("a1", "rg-a", "cpu:1");
+  q.task("b1", "rg-b", "cpu:1");
+  q.task("b2", "rg-b", "cpu:1");
+  FairShareOrder from_snapshot(fleet.snapshot);
+  FairShareOrder counted(fleet.snapshot.resource_groups, q.tasks);
+  ASSERT_EQ(counted.groups_to_count(), std::vector<std::string_view>{"rg-b"});
+  for (const RunningWork& w : fleet.snapshot.running) {
+    if (w.resource_group == "rg-b") counted.count(w);
+  }
+  for (const auto& [project, user] : std::vector<std::pair<std::string, std::string>>{
+           {"proj-x", ""}, {"proj-x", "alice"}, {"proj-y", ""}, {"proj-y", "bob"}, {"proj-y", "alice"}, {"proj-z", ""}}) {
+    EXPECT_DOUBLE_EQ(counted.share("rg-b", project, user), from_snapshot.share("rg-b", project, user))
+        << project << "/" << user;
+  }
+  EXPECT_DOUBLE_EQ(from_snapshot.share("rg-b", "proj-y"), 0.25);         // gpu 4/16 beats cpu 8/100
+  EXPECT_DOUBLE_EQ(from_snapshot.share("rg-b", "proj-y", "alice"), 0.0);  // bob's work, not alice's
+  EXPECT_DOUBLE_EQ(from_snapshot.share("rg-a", "proj-x"), 0.5);
+}
+
+TEST(FairShareOrder, EachPriorityStartsFromTheRunningWork) {
+  // proj-x holds half the group's GPUs: at each priority proj-y goes first,
+  // what the higher priority's tasks would add is not carried down.
+  Fleet fleet;
+  fleet.group("rg-b", "gpu/nvidia-a100-80gb:16", {"c1"});
+  fleet.running("r", "rg-b", "c1", "gpu/nvidia-a100-80gb:8", {{0, "n1", {0, 1, 2, 3, 4, 5, 6, 7}}}).project_group =
+      "proj-x";
+  Queue q;
+  q.task("x-high", "rg-b", "gpu/nvidia-a100-80gb:1", 1, 20).owner("proj-x", "alice").queued_at(kT0);
+  q.task("y-high", "rg-b", "gpu/nvidia-a100-80gb:12", 1, 20).owner("proj-y", "bob").queued_at(kT0 + 1);
+  q.task("x-low", "rg-b", "gpu/nvidia-a100-80gb:1", 1, 10).owner("proj-x", "alice").queued_at(kT0);
+  q.task("y-low", "rg-b", "gpu/nvidia-a100-80gb:1", 1, 10).owner("proj-y", "bob").queued_at(kT0 + 1);
+  std::vector<std::string> ids;
+  for (const QueuedTask* t : processing_order(q.tasks, FairShareOrder(fleet.snapshot))) ids.push_back(t->task.id);
+  // Had the higher priority's tasks been counted at priority 10, proj-y
+  // (12 of 16) would be above proj-x (9 of 16), and x-low would go first.
+  EXPECT_EQ(ids, (std::vector<std::string>{"y-high", "x-high", "y-low", "x-low"}));
+}
+
 TEST(ProcessingOrder, MergesGroupsByTheirHeads) {
   // Each group keeps its own order; across groups the better head goes first.
   Queue q;
