@@ -356,6 +356,12 @@ FairShareOrder::FairShareOrder(const std::vector<ResourceGroup>& groups, const s
   to_count_.assign(queued.begin(), queued.end());
 }
 
+std::span<const RunningWork* const> FairShareOrder::running_of(std::string_view group) const {
+  auto it = running_.find(group);
+  if (it == running_.end()) return {};
+  return it->second;
+}
+
 void FairShareOrder::count(const RunningWork& w) {
   auto it = running_.find(w.resource_group);
   if (it == running_.end()) it = running_.try_emplace(w.resource_group).first;
@@ -365,9 +371,7 @@ void FairShareOrder::count(const RunningWork& w) {
 double FairShareOrder::share(std::string_view group, std::string_view project_group, std::string_view user) const {
   auto g = groups_.find(group);
   auto denom = denominators(g == groups_.end() ? nullptr : g->second);
-  auto works = running_.find(group);
-  if (works == running_.end()) return 0;
-  const Held held(works->second, denom);
+  const Held held(running_of(group), denom);
   Amounts amounts(denom.names.size(), 0.0);
   if (user.empty()) {
     held.project(project_group, amounts);
@@ -384,10 +388,7 @@ void FairShareOrder::sort_group(std::vector<const QueuedTask*>& tasks) const {
   auto g = groups_.find(name);
   auto denom = denominators(g == groups_.end() ? nullptr : g->second);
   // What the group's running work holds, added up once for all its priorities.
-  auto works = running_.find(name);
-  const Held held(works == running_.end() ? std::span<const RunningWork* const>()
-                                          : std::span<const RunningWork* const>(works->second),
-                  denom);
+  const Held held(running_of(name), denom);
   auto first = tasks.begin();
   while (first != tasks.end()) {
     int priority = (*first)->task.priority;

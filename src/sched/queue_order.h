@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -67,6 +68,7 @@ class FairShareOrder final : public QueueOrder {
   ByName<const ResourceGroup*> groups_;
   std::vector<std::string_view> to_count_;  // views of the queue's group names
   ByName<std::vector<const RunningWork*>> running_;  // by resource group
+  std::span<const RunningWork* const> running_of(std::string_view group) const;  // none: empty
 };
 
 // The (priority desc, queued_at asc, created_at asc, id asc) comparison.

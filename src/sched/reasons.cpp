@@ -270,17 +270,17 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
   }
   // "; 3 in maintenance, 9 lack gpu-type=...": each cause with its count.
   int parts = 0;
-  auto part = [&](std::int64_t n, std::string_view zh_unit) {
+  auto part = [&](std::int64_t n) {
     en.append(parts == 0 ? "; " : ", ");
     zh.append(parts == 0 ? "；" : "，");
     ++parts;
     const std::string figure = std::to_string(n);
     en.append(figure).append(" "sv);
-    zh.append(figure).append(zh_unit);
+    zh.append(figure).append(" 个"sv);
   };
   auto cause = [&](NodeMisfit m) {
     const std::int64_t n = counts[m];
-    if (n != 0) part(n, " 个");
+    if (n != 0) part(n);
     return n != 0;
   };
   if (cause(NodeMisfit::kNotReady)) en.append("not ready"sv), zh.append("未就绪"sv);
@@ -311,7 +311,7 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
     // Each of these nodes could take a replica, yet no one cluster could take
     // the whole gang (or, for gpu/any, one GPU type in it).
     const std::string r = std::to_string(request.replicas);
-    part(counts.fit, " 个");
+    part(counts.fit);
     en.append("could take a replica, but no cluster has room for all "sv).append(r).append(" replicas together"sv);
     zh.append("可容纳单个副本，但没有一个集群能同时容纳全部 "sv).append(r).append(" 个副本"sv);
   }
