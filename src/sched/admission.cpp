@@ -492,7 +492,7 @@ std::vector<Reasons::Shared> QuotaBook::refusals(const ResourceGroup& group, con
                  auto [it, added] = worded_.try_emplace(k);
                  if (added) {
                    f.holders = top_holders(a, r);
-                   it->second = Reasons::make(reasons::quota(f));
+                   it->second = reasons::quota_refusal(f);
                  }
                  out.push_back(it->second);
                });

@@ -137,6 +137,43 @@ PendingReason quota(const QuotaFigures& f) {
   return make(kReasonQuota, std::move(en), std::move(zh), std::move(d));
 }
 
+namespace {
+
+QuotaRefusal::Amounts kept(NamedAmountsView items) {
+  QuotaRefusal::Amounts out;
+  out.reserve(items.size());
+  for (const auto& [name, amount] : items) out.emplace_back(name, amount);
+  return out;
+}
+
+NamedAmounts viewed(const QuotaRefusal::Amounts& items) {
+  NamedAmounts out;
+  out.reserve(items.size());
+  for (const auto& [name, amount] : items) out.emplace_back(name, amount);
+  return out;
+}
+
+}  // namespace
+
+PendingReason word(const QuotaRefusal& f) {
+  const NamedAmounts holders = viewed(f.holders), borrowers = viewed(f.borrowers);
+  return quota(QuotaFigures{f.resource_group, f.resource, f.used, f.requested, f.guaranteed, f.limit, holders,
+                            f.cohort, f.ceiling, f.cohort_idle, f.may_borrow, borrowers});
+}
+
+Reasons::Shared quota_refusal(const QuotaFigures& f) {
+  return std::make_shared<const FiguredReason<QuotaRefusal>>(
+      QuotaRefusal{std::string(f.resource_group), std::string(f.resource), f.used, f.requested, f.guaranteed, f.limit,
+                   std::string(f.cohort), f.ceiling, f.cohort_idle, f.may_borrow, kept(f.holders),
+                   kept(f.borrowers)});
+}
+
+std::string_view quota_resource(const Reason& refusal) {
+  if (const auto* kept = dynamic_cast<const FiguredReason<QuotaRefusal>*>(&refusal)) return kept->figures().resource;
+  const json::value* r = refusal.worded().details.if_contains("resource");
+  return r != nullptr && r->is_string() ? std::string_view(r->get_string()) : std::string_view();
+}
+
 PendingReason cluster_offline(std::string_view id, const Cluster* cluster) {
   std::string state = cluster ? std::string(boost::describe::enum_to_string(cluster->state, "offline")) : "offline";
   std::string why = cluster ? cluster->state_reason : "not_registered";

@@ -42,6 +42,30 @@ struct QuotaFigures {
   NamedAmountsView borrowers;
 };
 
+// The same figures, kept (a refusal worded when first read).
+struct QuotaRefusal {
+  using Amounts = std::vector<std::pair<std::string, std::int64_t>>;
+  std::string resource_group;
+  std::string resource;
+  std::int64_t used = 0;
+  std::int64_t requested = 0;
+  std::int64_t guaranteed = 0;
+  std::int64_t limit = 0;
+  std::string cohort;
+  std::int64_t ceiling = 0;
+  std::int64_t cohort_idle = 0;
+  bool may_borrow = true;
+  Amounts holders;
+  Amounts borrowers;
+  bool operator==(const QuotaRefusal&) const = default;
+};
+PendingReason word(const QuotaRefusal& f);  // reasons::quota of its figures
+
+// A quota refusal kept as its figures, worded as quota(f) when first read.
+Reasons::Shared quota_refusal(const QuotaFigures& f);
+// The resource a quota refusal names (details.resource), without wording it.
+std::string_view quota_resource(const Reason& refusal);
+
 // "quota: gpu/nvidia-a100-80gb 8 of 8 in use by rg-proj-b (proj-b 6, proj-x 2),
 // this task asks for 2; cohort gpu-shared has 0 idle (rg-c borrows 4)";
 // details {resource, used, requested, limit, guaranteed, resource_group,

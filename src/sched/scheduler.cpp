@@ -105,8 +105,8 @@ std::optional<std::vector<PendingReason>> prepare(const CycleState& state, const
     if (clusters.none) return std::vector{*clusters.none};
     // Bound to a storage pool: that is why it waits, then which of the pool's clusters are down.
     std::vector<PendingReason> why;
-    if (clusters.pool) why.push_back(*clusters.pool);
-    for (const auto& r : clusters.offline) why.push_back(*r);
+    if (clusters.pool) why.push_back(clusters.pool->worded());
+    for (const auto& r : clusters.offline) why.push_back(r->worded());
     return why;
   }
   return std::nullopt;
@@ -559,6 +559,20 @@ class Cycle {
 };
 
 }  // namespace
+
+bool Reason::same_as(const Reason& other) const {
+  const PendingReason& a = worded();
+  const PendingReason& b = other.worded();
+  return a.code == b.code && a.message == b.message;
+}
+
+bool Reasons::same_as(const Reasons& other) const {
+  if (items_.size() != other.items_.size()) return false;
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    if (items_[i] != other.items_[i] && !items_[i]->same_as(*other.items_[i])) return false;
+  }
+  return true;
+}
 
 Plan decide(const Snapshot& snapshot, const std::vector<QueuedTask>& queue, Millis now) {
   if (snapshot.config.fair_share) return decide(snapshot, queue, now, FairShareOrder(snapshot));

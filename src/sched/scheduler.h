@@ -4,13 +4,14 @@
 // it there (Nomad's Planner / plan_apply split).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
-#include <boost/iterator/indirect_iterator.hpp>
+#include <boost/iterator/transform_iterator.hpp>
 
 #include "common/clock.h"
 #include "model/types.h"
@@ -92,18 +93,74 @@ struct Preemption {
   std::string message_zh;
 };
 
+// One reason in a plan. Most are worded when made; some kinds keep only their
+// figures and are worded when first read (Figured): a big cycle refuses tens
+// of thousands of task classes on quota, each refusal's words and details
+// about 1.5 KiB, and the server reads few of them (same_as() tells an
+// unchanged reason by its figures). A reason is never changed once made.
+class Reason {
+ public:
+  virtual ~Reason() = default;
+  // The words and details (worded on the first call where kept as figures;
+  // safe to call from several threads).
+  virtual const PendingReason& worded() const = 0;
+  // Whether `other` says the same: by their figures where both are figures
+  // of one kind, else by code and English message (the figures are in it).
+  virtual bool same_as(const Reason& other) const;
+};
+
+// A reason worded when made.
+class WordedReason final : public Reason {
+ public:
+  explicit WordedReason(PendingReason r) : reason_(std::move(r)) {}
+  const PendingReason& worded() const override { return reason_; }
+
+ private:
+  PendingReason reason_;
+};
+
+// A reason kept as its figures, worded when first read. `Figures` has
+// operator== and a free function `PendingReason word(const Figures&)`.
+template <class Figures>
+class FiguredReason final : public Reason {
+ public:
+  explicit FiguredReason(Figures f) : figures_(std::move(f)) {}
+  FiguredReason(const FiguredReason&) = delete;
+  FiguredReason& operator=(const FiguredReason&) = delete;
+  ~FiguredReason() override { delete worded_.load(std::memory_order_acquire); }
+  const Figures& figures() const { return figures_; }
+  // No lock: two first readers may both word it; one wording is kept.
+  const PendingReason& worded() const override {
+    const PendingReason* w = worded_.load(std::memory_order_acquire);
+    if (w != nullptr) return *w;
+    auto made = std::make_unique<const PendingReason>(word(figures_));
+    if (worded_.compare_exchange_strong(w, made.get(), std::memory_order_acq_rel)) return *made.release();
+    return *w;
+  }
+  bool same_as(const Reason& other) const override {
+    if (const auto* o = dynamic_cast<const FiguredReason*>(&other)) return figures_ == o->figures_;
+    return Reason::same_as(other);
+  }
+
+ private:
+  Figures figures_;
+  mutable std::atomic<const PendingReason*> worded_{nullptr};
+};
+
 // A task's reasons in a plan, read like a vector of PendingReason. Tasks of
 // one class that wait for the same cause in a cycle share the reason itself
 // (tens of thousands of waiting tasks, a few thousand distinct reasons), so a
-// copy is a reference count, not a JSON tree. A reason is never changed once
-// made.
+// copy is a reference count, not a JSON tree.
 class Reasons {
  public:
-  using Shared = std::shared_ptr<const PendingReason>;
+  using Shared = std::shared_ptr<const Reason>;
   // Most waiting tasks have one or two reasons: kept in place, not in an
   // allocation of their own per task.
   using Items = boost::container::small_vector<Shared, 2>;
-  using const_iterator = boost::indirect_iterator<Items::const_iterator>;
+  struct Word {
+    const PendingReason& operator()(const Shared& r) const { return r->worded(); }
+  };
+  using const_iterator = boost::transform_iterator<Word, Items::const_iterator>;
 
   Reasons() = default;
   explicit Reasons(std::vector<PendingReason> reasons) {
@@ -111,7 +168,7 @@ class Reasons {
     for (auto& r : reasons) add(std::move(r));
   }
 
-  static Shared make(PendingReason r) { return std::make_shared<const PendingReason>(std::move(r)); }
+  static Shared make(PendingReason r) { return std::make_shared<const WordedReason>(std::move(r)); }
   void add(Shared r) { items_.push_back(std::move(r)); }
   void add(PendingReason r) { add(make(std::move(r))); }
   void add_front(Shared r) { items_.insert(items_.begin(), std::move(r)); }
@@ -119,12 +176,16 @@ class Reasons {
 
   std::size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
-  const PendingReason& operator[](std::size_t i) const { return *items_[i]; }
-  const PendingReason& front() const { return *items_.front(); }
-  const PendingReason& back() const { return *items_.back(); }
+  const PendingReason& operator[](std::size_t i) const { return items_[i]->worded(); }
+  const PendingReason& front() const { return items_.front()->worded(); }
+  const PendingReason& back() const { return items_.back()->worded(); }
   const_iterator begin() const { return const_iterator(items_.begin()); }
   const_iterator end() const { return const_iterator(items_.end()); }
+  const Items& items() const { return items_; }
 
+  // The same reasons in the same order (Reason::same_as; the same object is
+  // the same reason without a look).
+  bool same_as(const Reasons& other) const;
   // The reasons as a task keeps them (Task::reasons).
   std::vector<PendingReason> copied() const { return {begin(), end()}; }
 

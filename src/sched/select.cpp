@@ -9,6 +9,7 @@
 #include "sched/admission.h"
 #include "sched/feasible.h"
 #include "sched/rank.h"
+#include "sched/reasons.h"
 
 namespace cp::sched {
 namespace {
@@ -134,7 +135,7 @@ Selection try_attempts(const CycleState& state, const ResourceGroup& group, cons
         out.quota_refused = true;
         refused_types.push_back(attempt.gpu_type);
         for (auto& r : refused) {
-          if (quota_reported.insert(r->details.at("resource").as_string().c_str()).second) {
+          if (quota_reported.insert(std::string(reasons::quota_resource(*r))).second) {
             out.quota.add(std::move(r));
           }
         }

@@ -3,6 +3,7 @@
 
 #include "harness.h"
 #include "sched/admission.h"
+#include "sched/reasons.h"
 
 namespace cp::sched::testing {
 namespace {
@@ -104,10 +105,10 @@ TEST_F(BorrowTest, SharedRefusalsAreCheckedReasonsWordedOnce) {
   auto same = [](const std::vector<PendingReason>& checked, const std::vector<Reasons::Shared>& shared) {
     ASSERT_EQ(checked.size(), shared.size());
     for (std::size_t i = 0; i < checked.size(); ++i) {
-      EXPECT_EQ(checked[i].code, shared[i]->code);
-      EXPECT_EQ(checked[i].message, shared[i]->message);
-      EXPECT_EQ(checked[i].message_zh, shared[i]->message_zh);
-      EXPECT_EQ(checked[i].details, shared[i]->details);
+      EXPECT_EQ(checked[i].code, shared[i]->worded().code);
+      EXPECT_EQ(checked[i].message, shared[i]->worded().message);
+      EXPECT_EQ(checked[i].message_zh, shared[i]->worded().message_zh);
+      EXPECT_EQ(checked[i].details, shared[i]->worded().details);
     }
   };
   for (bool may_borrow : {true, false}) {
@@ -123,12 +124,50 @@ TEST_F(BorrowTest, SharedRefusalsAreCheckedReasonsWordedOnce) {
   auto after = book.refusals(a, four, 1, true);
   EXPECT_NE(after.front(), before.front());
   same(book.check(a, four, 1, true), after);
-  EXPECT_NE(after.front()->message, before.front()->message);
+  EXPECT_NE(after.front()->worded().message, before.front()->worded().message);
   // A new cycle words again.
   book.begin_undo();
   auto fresh = book.refusals(a, four, 1, true);
   EXPECT_NE(fresh.front(), after.front());
-  EXPECT_EQ(fresh.front()->message, after.front()->message);
+  EXPECT_EQ(fresh.front()->worded().message, after.front()->worded().message);
+}
+
+TEST_F(BorrowTest, RefusalsKeptAsFiguresAreToldApartByThem) {
+  // A refusal keeps its figures and is worded when first read; an unchanged
+  // one (a new object with the same figures, as a later cycle makes) is the
+  // same reason without wording either.
+  fleet.borrow("rg-a", std::string(kA100), "12", "shared");
+  fleet.borrow("rg-b", std::string(kA100), "8", "shared");
+  QuotaBook book(fleet.snapshot.resource_groups);
+  const ResourceGroup& a = fleet.snapshot.resource_groups[0];
+  book.add("rg-a", Resources::parse_or_die("gpu/nvidia-a100-80gb:1"), 10, "proj-x");
+  const Resources four = Resources::parse_or_die("gpu/nvidia-a100-80gb:4");
+  auto before = book.refusals(a, four, 1, true);
+  ASSERT_EQ(before.size(), 1u);
+  EXPECT_EQ(cp::sched::reasons::quota_resource(*before.front()), kA100);
+  book.begin_undo();
+  auto again = book.refusals(a, four, 1, true);
+  ASSERT_NE(again.front(), before.front());
+  EXPECT_TRUE(again.front()->same_as(*before.front()));
+  using Kept = FiguredReason<cp::sched::reasons::QuotaRefusal>;
+  const auto* kept = dynamic_cast<const Kept*>(again.front().get());
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->figures().holders, (cp::sched::reasons::QuotaRefusal::Amounts{{"proj-x", 10}}));
+  // Other figures: another reason, told apart before any wording.
+  book.add("rg-a", Resources::parse_or_die("gpu/nvidia-a100-80gb:1"), 1, "proj-z");
+  auto after = book.refusals(a, four, 1, true);
+  EXPECT_FALSE(after.front()->same_as(*again.front()));
+  // Against a reason worded when made (as a stored one is): by the words.
+  const Reasons::Shared worded = Reasons::make(book.check(a, four, 1, true).front());
+  EXPECT_TRUE(after.front()->same_as(*worded));
+  EXPECT_TRUE(worded->same_as(*after.front()));
+  EXPECT_FALSE(before.front()->same_as(*worded));
+  Reasons one, other;
+  one.add(after.front());
+  other.add(worded);
+  EXPECT_TRUE(one.same_as(other));
+  other.add(worded);
+  EXPECT_FALSE(one.same_as(other));
 }
 
 // Resources by id: one no quota names and nobody charged, one charged but
