@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
@@ -241,6 +242,9 @@ class ControlPlane {
   // (placed tasks, waiting tasks whose reasons changed, preemptors); the
   // rest come from the live work (for the tests and the debug log).
   std::int64_t apply_task_reads() const { return apply_task_reads_.load(); }
+  // Waiting tasks whose reasons the applies told apart by their words (the
+  // rest by their figures, without wording them; for the tests).
+  std::int64_t apply_reasons_worded() const { return apply_reasons_worded_.load(); }
   // Marks silent clusters offline and their attempts Lost; expires credentials.
   Status check_liveness();
   // One retention pass (see ServerConfig); what it removed. `more` when a
@@ -354,6 +358,15 @@ class ControlPlane {
   WarmSchedule warm_schedule_;      // under schedule_mu_
   std::atomic<std::int64_t> warm_check_failures_{0};
   std::atomic<std::int64_t> apply_task_reads_{0};
+  std::atomic<std::int64_t> apply_reasons_worded_{0};
+  // Per waiting task, what the last apply left it with: the plan's reasons
+  // (figures, where a reason keeps them) and a hash of the words stored. The
+  // next apply tells an unchanged explanation by these, without wording it.
+  struct Explained {
+    sched::Reasons reasons;
+    std::uint64_t stored = 0;
+  };
+  std::unordered_map<std::string, Explained> explained_;  // under schedule_mu_
 };
 
 }  // namespace cp

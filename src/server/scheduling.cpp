@@ -33,6 +33,7 @@
 #include <set>
 #include <unordered_map>
 
+#include <boost/container_hash/hash.hpp>
 #include <spdlog/spdlog.h>
 
 #include "sched/scheduler.h"
@@ -48,12 +49,24 @@ using internal::make_event;
 
 namespace {
 
+// Words the plan's reasons (those kept as figures) to compare them.
 bool same_reasons(const std::vector<PendingReason>& a, const sched::Reasons& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a[i].code != b[i].code || a[i].message != b[i].message) return false;
   }
   return true;
+}
+
+// The stored words that same_reasons() compares, hashed: a kept
+// explanation (ControlPlane::explained_) holds only while they are unchanged.
+std::uint64_t stored_words(const std::vector<PendingReason>& reasons) {
+  std::size_t h = reasons.size();
+  for (const auto& r : reasons) {
+    boost::hash_combine(h, std::hash<std::string_view>{}(r.code));
+    boost::hash_combine(h, std::hash<std::string_view>{}(r.message));
+  }
+  return h;
 }
 
 struct Loaded {
@@ -255,6 +268,9 @@ Status ControlPlane::schedule_once() {
   // 40P01). A loop here would multiply those. The body is written to be run
   // again: everything it decides starts afresh inside it.
   std::set<std::string> clusters_to_wake;
+  // The waiting tasks explained, each as (index in plan.pending, its stored
+  // words hashed), kept once committed (explained_).
+  std::vector<std::pair<std::size_t, std::uint64_t>> explained;
   // The rows the apply writes, applied to the live work once committed
   // (LiveWork::apply): the next cycle need not read them back.
   ChangeJournal* journal = store_.changes();
@@ -376,16 +392,34 @@ Status ControlPlane::schedule_once() {
     }
 
     // Every waiting task is explained at every cycle, and its reasons seldom
-    // change: the live work's copy (as of this cycle's snapshot at least)
-    // answers "unchanged" without a read. A write since that snapshot that
-    // left the task queued with other reasons is caught at the next cycle,
-    // when the copy has caught up.
-    for (const auto& pending : plan.pending) {
+    // change. Unchanged, as the live work's copy has them (as of this
+    // cycle's snapshot at least), it needs no read and no write:
+    // - where the last apply's explanation of it is kept, its stored words
+    //   hash the same as then, and the plan's reasons have the same figures
+    //   (sched::Reasons::same_as): told without wording the reasons, most
+    //   of which a big queue never has read;
+    // - else by the words themselves.
+    // A write since that snapshot that left the task queued with other
+    // reasons is caught at the next cycle, when the copy has caught up.
+    explained.clear();
+    explained.reserve(plan.pending.size());
+    for (std::size_t i = 0; i < plan.pending.size(); ++i) {
+      const auto& pending = plan.pending[i];
       const Task* live = live_work_.task(pending.task_id);
       const bool written_here = tx.wrote_task(pending.task_id);
-      if (live != nullptr && !written_here && live->state == TaskState::Queued &&
-          same_reasons(live->reasons, pending.reasons)) {
-        continue;
+      if (live != nullptr && !written_here && live->state == TaskState::Queued) {
+        const std::uint64_t stored = stored_words(live->reasons);
+        auto kept = explained_.find(pending.task_id);
+        if (kept != explained_.end() && kept->second.stored == stored &&
+            kept->second.reasons.same_as(pending.reasons)) {
+          explained.emplace_back(i, stored);
+          continue;
+        }
+        apply_reasons_worded_.fetch_add(1);
+        if (same_reasons(live->reasons, pending.reasons)) {
+          explained.emplace_back(i, stored);
+          continue;
+        }
       }
       std::optional<Task> t;
       if (live_is_stored && !written_here) {
@@ -394,13 +428,30 @@ Status ControlPlane::schedule_once() {
         apply_task_reads_.fetch_add(1);
         CP_ASSIGN(t, tx.get_task(pending.task_id));
       }
-      if (!t || t->state != TaskState::Queued || same_reasons(t->reasons, pending.reasons)) continue;
-      t->reasons = pending.reasons.copied();
-      t->updated_at = now;
-      CP_TRY(tx.update_task(*t));
+      if (!t || t->state != TaskState::Queued) continue;
+      if (!same_reasons(t->reasons, pending.reasons)) {
+        t->reasons = pending.reasons.copied();
+        t->updated_at = now;
+        CP_TRY(tx.update_task(*t));
+      }
+      explained.emplace_back(i, stored_words(t->reasons));
     }
     return {};
   }));
+  {
+    std::unordered_map<std::string, Explained> next;
+    next.reserve(explained.size());
+    for (const auto& [i, stored] : explained) {
+      sched::Pending& pending = plan.pending[i];
+      if (auto kept = explained_.extract(pending.task_id)) {
+        kept.mapped() = Explained{std::move(pending.reasons), stored};
+        next.insert(std::move(kept));
+      } else {
+        next.emplace(std::move(pending.task_id), Explained{std::move(pending.reasons), stored});
+      }
+    }
+    explained_ = std::move(next);  // tasks no longer waiting are dropped
+  }
   if (journal != nullptr && written.complete) {
     live_work_.apply(written);
     journal->forget(written.writer);

@@ -74,6 +74,7 @@ TEST_F(ControlPlaneTest, AWaitingTaskIsWrittenOnlyWhenItsReasonsChange) {
   EXPECT_EQ(explained.updated_at, clock_.now_ms());
   const Millis written_at = explained.updated_at;
   const std::int64_t reads = cp_->apply_task_reads();
+  const std::int64_t worded = cp_->apply_reasons_worded();
   for (int cycle = 0; cycle < 3; ++cycle) {
     clock_.advance_ms(1000);
     ASSERT_TRUE(cp_->schedule_once().ok());
@@ -81,9 +82,40 @@ TEST_F(ControlPlaneTest, AWaitingTaskIsWrittenOnlyWhenItsReasonsChange) {
   const Task again = task(second[0]);
   EXPECT_EQ(again.updated_at, written_at);
   EXPECT_EQ(cp_->apply_task_reads(), reads);  // the kept copy answered "unchanged"
+  EXPECT_EQ(cp_->apply_reasons_worded(), worded);  // told by the figures, not worded again
   ASSERT_EQ(again.reasons.size(), explained.reasons.size());
   EXPECT_EQ(again.reasons[0].code, explained.reasons[0].code);
   EXPECT_EQ(again.reasons[0].message, explained.reasons[0].message);
+}
+
+TEST_F(ControlPlaneTest, ReasonsWrittenBehindTheSchedulersBackAreWrittenAgain) {
+  // The apply tells an unchanged explanation by its figures only while the
+  // stored words are the ones it left: words another writer put there (same
+  // code, other message) are replaced at the next cycle.
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  auto first = submit(alice_, pipeline_yaml("pa", 3));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  auto second = submit(alice_, pipeline_yaml("pa", 2));
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  const Task explained = task(second[0]);
+  ASSERT_FALSE(explained.reasons.empty());
+  ASSERT_EQ(explained.reasons[0].code, "quota_exceeded");
+  ASSERT_TRUE(store_->write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto t, tx.get_task(second[0]));
+    t->reasons[0].message = "written elsewhere";
+    return tx.update_task(*t);
+  }).ok());
+  ASSERT_EQ(task(second[0]).reasons[0].message, "written elsewhere");
+  const std::int64_t worded = cp_->apply_reasons_worded();
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  EXPECT_EQ(task(second[0]).reasons[0].message, explained.reasons[0].message);
+  EXPECT_EQ(cp_->apply_reasons_worded(), worded + 1);
+  // Then unchanged again: told by the figures.
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  EXPECT_EQ(cp_->apply_reasons_worded(), worded + 1);
 }
 
 TEST_F(ControlPlaneTest, CancellingARunningTaskSendsAStopWithTheClassGrace) {
