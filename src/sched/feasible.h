@@ -102,6 +102,7 @@ struct NodeCounts {
   std::int64_t fit = 0;
   std::int64_t& operator[](NodeMisfit m) { return misfits[static_cast<std::size_t>(m)]; }
   std::int64_t operator[](NodeMisfit m) const { return misfits[static_cast<std::size_t>(m)]; }
+  bool operator==(const NodeCounts&) const = default;
 };
 
 struct NodeFeasibility {

@@ -288,13 +288,23 @@ PendingReason storage_pool(const PoolFilter& pool, std::string_view group, const
   return make(kReasonStoragePool, std::move(en), std::move(zh), std::move(d));
 }
 
-PendingReason no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,
-                      const std::vector<std::string>& clusters) {
+Reasons::Shared no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,
+                        const std::vector<std::string>& clusters) {
+  // Only the figures its words and details use.
+  NoNodeFigures f{counts, request.replicas, request.gpus, request.any_gpu(), {}, {}, clusters};
+  if (counts[NodeMisfit::kGpuTypeMismatch] != 0 && !f.any_gpu) f.gpu_type = request.gpu_type;
+  if (counts[NodeMisfit::kSelectorMismatch] != 0) f.node_selector = selector_text(group.node_selector);
+  return std::make_shared<const FiguredReason<NoNodeFigures>>(std::move(f));
+}
+
+PendingReason word(const NoNodeFigures& f) {
+  const NodeCounts& counts = f.counts;
+  const std::vector<std::string>& clusters = f.clusters;
   json::object d(kNodeMisfitCount + 4);
   d.emplace("nodes_total", counts.total);
   for (std::size_t i = 0; i < kNodeMisfitCount; ++i) d.emplace(misfit_key(static_cast<NodeMisfit>(i)), counts.misfits[i]);
   d.emplace("nodes_fit", counts.fit);
-  d.emplace("replicas", request.replicas);
+  d.emplace("replicas", f.replicas);
   d.emplace("clusters", string_array(clusters));
 
   // Worded for every class of task short of nodes: the sentences appended
@@ -323,23 +333,22 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
   if (cause(NodeMisfit::kNotReady)) en.append("not ready"sv), zh.append("未就绪"sv);
   if (cause(NodeMisfit::kMaintenance)) en.append("in maintenance"sv), zh.append("处于维护中"sv);
   if (cause(NodeMisfit::kSelectorMismatch)) {
-    const std::string selector = selector_text(group.node_selector);
-    en.append("not matching node selector "sv).append(selector);
-    zh.append("不匹配节点选择器 "sv).append(selector);
+    en.append("not matching node selector "sv).append(f.node_selector);
+    zh.append("不匹配节点选择器 "sv).append(f.node_selector);
   }
   if (cause(NodeMisfit::kGpuTypeMismatch)) {
-    if (request.any_gpu()) {
+    if (f.any_gpu) {
       en.append("without GPUs"sv);
       zh.append("没有 GPU"sv);
     } else {
-      en.append("lack gpu-type="sv).append(request.gpu_type);
-      zh.append("缺少 gpu-type="sv).append(request.gpu_type);
+      en.append("lack gpu-type="sv).append(f.gpu_type);
+      zh.append("缺少 gpu-type="sv).append(f.gpu_type);
     }
   }
   if (cause(NodeMisfit::kInsufficientCpu)) en.append("lack free cpu"sv), zh.append("空闲 CPU 不足"sv);
   if (cause(NodeMisfit::kInsufficientMemory)) en.append("lack free memory"sv), zh.append("空闲内存不足"sv);
   if (cause(NodeMisfit::kInsufficientGpu)) {
-    const std::string gpus = std::to_string(request.gpus);
+    const std::string gpus = std::to_string(f.gpus);
     en.append("lack free GPUs (need "sv).append(gpus).append(")"sv);
     zh.append("空闲 GPU 不足 "sv).append(gpus).append(" 块"sv);
   }
@@ -347,14 +356,14 @@ PendingReason no_node(const NodeCounts& counts, const Request& request, const Re
   if (counts.fit > 0) {
     // Each of these nodes could take a replica, yet no one cluster could take
     // the whole gang (or, for gpu/any, one GPU type in it).
-    const std::string r = std::to_string(request.replicas);
+    const std::string r = std::to_string(f.replicas);
     part(counts.fit);
     en.append("could take a replica, but no cluster has room for all "sv).append(r).append(" replicas together"sv);
     zh.append("可容纳单个副本，但没有一个集群能同时容纳全部 "sv).append(r).append(" 个副本"sv);
   }
   // Nodes had room for single replicas but no cluster for the whole gang: the
   // task waits for its gang to fit together, not for a node to exist.
-  bool gang = counts.fit > 0 && request.replicas > 1;
+  bool gang = counts.fit > 0 && f.replicas > 1;
   return make(gang ? kReasonGang : kReasonNoNode, std::move(en), std::move(zh), std::move(d));
 }
 

@@ -94,10 +94,23 @@ PendingReason no_cluster(std::string_view group, std::string_view pinned, const 
 PendingReason storage_pool(const PoolFilter& pool, std::string_view group, const ClusterCounts& counts,
                            std::int64_t usable);
 
+// The figures of a task short of nodes, kept (worded when first read).
+struct NoNodeFigures {
+  NodeCounts counts;
+  int replicas = 1;
+  std::int64_t gpus = 0;  // per replica
+  bool any_gpu = false;
+  std::string gpu_type;
+  std::string node_selector;  // the group's, as text; only when a node failed on it
+  std::vector<std::string> clusters;
+  bool operator==(const NoNodeFigures&) const = default;
+};
 // "no node fits: 12 nodes; 3 in maintenance, 9 lack gpu-type=nvidia-a100-80gb";
 // details {nodes_total, <one key per NodeMisfit>, nodes_fit, replicas, clusters}.
-PendingReason no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,
-                      const std::vector<std::string>& clusters);
+PendingReason word(const NoNodeFigures& f);
+// The same kept as figures, worded when first read.
+Reasons::Shared no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,
+                        const std::vector<std::string>& clusters);
 
 // Victims were told to stop for this task; details {victims: [{attempt, task,
 // kind}], grace_s}.

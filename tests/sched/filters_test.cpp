@@ -35,6 +35,29 @@ TEST_F(FilterTest, NodesInMaintenanceAreSkippedAndCounted) {
   EXPECT_EQ(count(r, "maintenance"), 2);
 }
 
+TEST_F(FilterTest, AShortOfNodesReasonIsToldApartByItsFigures) {
+  // Two cycles over the same input give equal reasons (kept as figures,
+  // compared without wording); one more node in maintenance gives another.
+  fleet.cluster("c1").node("n1", kA100Node, kA100Label).node("n2", kA100Node, kA100Label);
+  fleet.node("c1", "n1").maintenance = true;
+  gpu_group();
+  queue.task("t1", "rg-b", "gpu/nvidia-a100-80gb:16");
+  const Plan first = run();
+  const Plan again = run();
+  fleet.node("c1", "n2").maintenance = true;
+  const Plan other = run();
+  auto why = [](const Plan& plan) -> const Reasons& { return pending_of(plan, "t1")->reasons; };
+  ASSERT_NE(pending_of(first, "t1"), nullptr);
+  ASSERT_NE(pending_of(again, "t1"), nullptr);
+  ASSERT_NE(pending_of(other, "t1"), nullptr);
+  ASSERT_EQ(why(first).size(), 1u);
+  ASSERT_NE(why(first).items().front(), why(again).items().front());
+  EXPECT_TRUE(why(first).same_as(why(again)));
+  EXPECT_FALSE(why(first).same_as(why(other)));
+  EXPECT_EQ(why(first)[0].message, "no node fits: 2 nodes; 1 in maintenance, 1 lack free GPUs (need 16)");
+  EXPECT_EQ(why(other)[0].message, "no node fits: 2 nodes; 2 in maintenance");
+}
+
 TEST_F(FilterTest, NotReadyNodesAreSkippedAndCounted) {
   // A node that is not Ready takes no work.
   fleet.cluster("c1").node("n1", kA100Node, kA100Label).node("n2", kA100Node, kA100Label);
