@@ -365,8 +365,10 @@ class ControlPlane {
   struct Explained {
     sched::Reasons reasons;
     std::uint64_t stored = 0;
+    std::uint64_t cycle = 0;  // the apply that last explained it
   };
   std::unordered_map<std::string, Explained> explained_;  // under schedule_mu_
+  std::uint64_t explained_cycle_ = 0;
 };
 
 }  // namespace cp

@@ -213,7 +213,10 @@ Status ControlPlane::schedule_once() {
     CP_TRY(live_work_.refresh(tx, store_.changes(), mark, now));
     return load(tx, config_, live_work_, scheduler_nodes_, node_marks, now, loaded);
   }));
-  if (loaded.queue.empty()) return {};
+  if (loaded.queue.empty()) {
+    explained_.clear();  // nothing waits
+    return {};
+  }
   const auto t1 = Steady::now();
   sched::Plan plan;
   if (!config_.warm_scheduler) {
@@ -268,9 +271,6 @@ Status ControlPlane::schedule_once() {
   // 40P01). A loop here would multiply those. The body is written to be run
   // again: everything it decides starts afresh inside it.
   std::set<std::string> clusters_to_wake;
-  // The waiting tasks explained, each as (index in plan.pending, its stored
-  // words hashed), kept once committed (explained_).
-  std::vector<std::pair<std::size_t, std::uint64_t>> explained;
   // The rows the apply writes, applied to the live work once committed
   // (LiveWork::apply): the next cycle need not read them back.
   ChangeJournal* journal = store_.changes();
@@ -401,23 +401,30 @@ Status ControlPlane::schedule_once() {
     // - else by the words themselves.
     // A write since that snapshot that left the task queued with other
     // reasons is caught at the next cycle, when the copy has caught up.
-    explained.clear();
-    explained.reserve(plan.pending.size());
-    for (std::size_t i = 0; i < plan.pending.size(); ++i) {
-      const auto& pending = plan.pending[i];
+    //
+    // An entry of explained_ says "a task whose stored words hash so was explained with
+    // these reasons": true whether or not this transaction commits, so it is
+    // kept as the loop goes (a write rolled back leaves other words stored,
+    // which the next apply sees by their hash).
+    const std::uint64_t cycle = ++explained_cycle_;
+    auto explain = [&](Explained& kept, const sched::Pending& pending, std::uint64_t stored) {
+      kept.reasons = pending.reasons;
+      kept.stored = stored;
+      kept.cycle = cycle;
+    };
+    for (const auto& pending : plan.pending) {
+      Explained& kept = explained_[pending.task_id];
       const Task* live = live_work_.task(pending.task_id);
       const bool written_here = tx.wrote_task(pending.task_id);
       if (live != nullptr && !written_here && live->state == TaskState::Queued) {
         const std::uint64_t stored = stored_words(live->reasons);
-        auto kept = explained_.find(pending.task_id);
-        if (kept != explained_.end() && kept->second.stored == stored &&
-            kept->second.reasons.same_as(pending.reasons)) {
-          explained.emplace_back(i, stored);
+        if (kept.stored == stored && kept.reasons.same_as(pending.reasons)) {
+          explain(kept, pending, stored);
           continue;
         }
         apply_reasons_worded_.fetch_add(1);
         if (same_reasons(live->reasons, pending.reasons)) {
-          explained.emplace_back(i, stored);
+          explain(kept, pending, stored);
           continue;
         }
       }
@@ -434,24 +441,12 @@ Status ControlPlane::schedule_once() {
         t->updated_at = now;
         CP_TRY(tx.update_task(*t));
       }
-      explained.emplace_back(i, stored_words(t->reasons));
+      explain(kept, pending, stored_words(t->reasons));
     }
     return {};
   }));
-  {
-    std::unordered_map<std::string, Explained> next;
-    next.reserve(explained.size());
-    for (const auto& [i, stored] : explained) {
-      sched::Pending& pending = plan.pending[i];
-      if (auto kept = explained_.extract(pending.task_id)) {
-        kept.mapped() = Explained{std::move(pending.reasons), stored};
-        next.insert(std::move(kept));
-      } else {
-        next.emplace(std::move(pending.task_id), Explained{std::move(pending.reasons), stored});
-      }
-    }
-    explained_ = std::move(next);  // tasks no longer waiting are dropped
-  }
+  // Tasks no longer waiting (or not explained this time) are forgotten.
+  std::erase_if(explained_, [&](const auto& entry) { return entry.second.cycle != explained_cycle_; });
   if (journal != nullptr && written.complete) {
     live_work_.apply(written);
     journal->forget(written.writer);
