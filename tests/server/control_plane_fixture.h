@@ -163,6 +163,24 @@ class ControlPlaneTest : public ::testing::Test {
     return ids;
   }
 
+  // On c1 with the group's 4 A100s: a task of 3 placed, then one of 2 left
+  // waiting on quota, each submitted and given a cycle (the clock a second
+  // on before the second): {placed, waiting}.
+  std::pair<std::string, std::string> one_waiting_on_quota() {
+    auto [agent, cred] = connect("c1");
+    sync(agent, {});
+    auto first = submit(alice_, pipeline_yaml("pa", 3));
+    EXPECT_TRUE(cp_->schedule_once().ok());
+    auto second = submit(alice_, pipeline_yaml("pa", 2));
+    clock_.advance_ms(1000);
+    EXPECT_TRUE(cp_->schedule_once().ok());
+    if (first.size() != 1 || second.size() != 1) {
+      ADD_FAILURE() << "expected one task per pipeline";
+      return {};
+    }
+    return {first[0], second[0]};
+  }
+
   Task task(const std::string& id) {
     auto j = cp_->get_task(admin_, id);
     EXPECT_TRUE(j.ok());

@@ -41,18 +41,13 @@ TEST_F(ControlPlaneTest, SubmittedTaskIsPlacedStartedAndSucceeds) {
 
 TEST_F(ControlPlaneTest, OverQuotaTaskStaysQueuedWithTheQuotaReason) {
   // A task that does not fit the group's quota next to running work waits with quota_exceeded.
-  auto [agent, cred] = connect("c1");
-  sync(agent, {});
-  auto first = submit(alice_, pipeline_yaml("pa", 3));
-  ASSERT_TRUE(cp_->schedule_once().ok());
-  auto second = submit(alice_, pipeline_yaml("pa", 2));
-  ASSERT_TRUE(cp_->schedule_once().ok());
-  EXPECT_EQ(task(first[0]).state, TaskState::Dispatched);
-  Task waiting = task(second[0]);
+  auto [placed, waits] = one_waiting_on_quota();
+  EXPECT_EQ(task(placed).state, TaskState::Dispatched);
+  Task waiting = task(waits);
   EXPECT_EQ(waiting.state, TaskState::Queued);
   ASSERT_FALSE(waiting.reasons.empty());
   EXPECT_EQ(waiting.reasons[0].code, "quota_exceeded");
-  auto explain = cp_->explain_task(alice_, second[0]);
+  auto explain = cp_->explain_task(alice_, waits);
   ASSERT_TRUE(explain.ok());
   EXPECT_NE(std::string(explain->at("summary").as_string()).find("quota"), std::string::npos);
 }
@@ -61,14 +56,8 @@ TEST_F(ControlPlaneTest, AWaitingTaskIsWrittenOnlyWhenItsReasonsChange) {
   // Every cycle explains every waiting task; the store is read and written
   // only when the explanation differs from the one kept (a long queue would
   // otherwise cost a read per waiting task per cycle).
-  auto [agent, cred] = connect("c1");
-  sync(agent, {});
-  auto first = submit(alice_, pipeline_yaml("pa", 3));
-  ASSERT_TRUE(cp_->schedule_once().ok());
-  auto second = submit(alice_, pipeline_yaml("pa", 2));
-  clock_.advance_ms(1000);
-  ASSERT_TRUE(cp_->schedule_once().ok());
-  const Task explained = task(second[0]);
+  const std::string waiting = one_waiting_on_quota().second;
+  const Task explained = task(waiting);
   ASSERT_EQ(explained.state, TaskState::Queued);
   ASSERT_FALSE(explained.reasons.empty());
   EXPECT_EQ(explained.updated_at, clock_.now_ms());
@@ -79,7 +68,7 @@ TEST_F(ControlPlaneTest, AWaitingTaskIsWrittenOnlyWhenItsReasonsChange) {
     clock_.advance_ms(1000);
     ASSERT_TRUE(cp_->schedule_once().ok());
   }
-  const Task again = task(second[0]);
+  const Task again = task(waiting);
   EXPECT_EQ(again.updated_at, written_at);
   EXPECT_EQ(cp_->apply_task_reads(), reads);  // the kept copy answered "unchanged"
   EXPECT_EQ(cp_->apply_reasons_worded(), worded);  // told by the figures, not worded again
@@ -92,25 +81,20 @@ TEST_F(ControlPlaneTest, ReasonsWrittenBehindTheSchedulersBackAreWrittenAgain) {
   // The apply tells an unchanged explanation by its figures only while the
   // stored words are the ones it left: words another writer put there (same
   // code, other message) are replaced at the next cycle.
-  auto [agent, cred] = connect("c1");
-  sync(agent, {});
-  auto first = submit(alice_, pipeline_yaml("pa", 3));
-  ASSERT_TRUE(cp_->schedule_once().ok());
-  auto second = submit(alice_, pipeline_yaml("pa", 2));
-  ASSERT_TRUE(cp_->schedule_once().ok());
-  const Task explained = task(second[0]);
+  const std::string waiting = one_waiting_on_quota().second;
+  const Task explained = task(waiting);
   ASSERT_FALSE(explained.reasons.empty());
   ASSERT_EQ(explained.reasons[0].code, "quota_exceeded");
   ASSERT_TRUE(store_->write([&](Tx& tx) -> Status {
-    CP_ASSIGN(auto t, tx.get_task(second[0]));
+    CP_ASSIGN(auto t, tx.get_task(waiting));
     t->reasons[0].message = "written elsewhere";
     return tx.update_task(*t);
   }).ok());
-  ASSERT_EQ(task(second[0]).reasons[0].message, "written elsewhere");
+  ASSERT_EQ(task(waiting).reasons[0].message, "written elsewhere");
   const std::int64_t worded = cp_->apply_reasons_worded();
   clock_.advance_ms(1000);
   ASSERT_TRUE(cp_->schedule_once().ok());
-  EXPECT_EQ(task(second[0]).reasons[0].message, explained.reasons[0].message);
+  EXPECT_EQ(task(waiting).reasons[0].message, explained.reasons[0].message);
   EXPECT_EQ(cp_->apply_reasons_worded(), worded + 1);
   // Then unchanged again: told by the figures.
   clock_.advance_ms(1000);
