@@ -164,7 +164,7 @@ PendingReason word(const QuotaRefusal& f) {
 Reasons::Shared quota_refusal(const QuotaFigures& f) {
   return std::make_shared<const FiguredReason<QuotaRefusal>>(
       QuotaRefusal{std::string(f.resource_group), std::string(f.resource), f.used, f.requested, f.guaranteed, f.limit,
-                   std::string(f.cohort), f.ceiling, f.cohort_idle, f.may_borrow, kept(f.holders),
+                   kept(f.holders), std::string(f.cohort), f.ceiling, f.cohort_idle, f.may_borrow,
                    kept(f.borrowers)});
 }
 

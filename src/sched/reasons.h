@@ -19,46 +19,34 @@ PendingReason dependencies(const std::vector<std::string>& task_ids);
 // details {resource_group}.
 PendingReason unknown_group(std::string_view group);
 
-// The figures of a quota refusal.
-// Views of strings and lists the caller keeps while the reason is worded
-// (built for every quota refusal a cycle explains: no copies).
+// The figures of a quota refusal: `Text` and `Amounts` are views of strings
+// and lists the caller keeps while the reason is worded (QuotaFigures, built
+// for every quota refusal a cycle explains: no copies), or owned where the
+// refusal is kept to be worded when read (QuotaRefusal).
 using NamedAmounts = std::vector<std::pair<std::string_view, std::int64_t>>;
 using NamedAmountsView = std::span<const std::pair<std::string_view, std::int64_t>>;
-struct QuotaFigures {
-  std::string_view resource_group;
-  std::string_view resource;
+template <class Text, class AmountList>
+struct BasicQuotaFigures {
+  using Amounts = AmountList;
+  Text resource_group;
+  Text resource;
   std::int64_t used = 0;
   std::int64_t requested = 0;
   std::int64_t guaranteed = 0;
   std::int64_t limit = 0;  // what the group could reach now (guarantee, or with borrowing)
   // Who holds it: project groups of this resource group, largest first.
-  NamedAmountsView holders;
+  Amounts holders;
   // Set when the group may borrow from a cohort (its max is above its guarantee).
-  std::string_view cohort;
+  Text cohort;
   std::int64_t ceiling = 0;
   std::int64_t cohort_idle = 0;
   bool may_borrow = true;  // false: the task's priority class is not preemptible
   // Groups of the cohort holding above their guarantee, largest first.
-  NamedAmountsView borrowers;
-};
-
-// The same figures, kept (a refusal worded when first read).
-struct QuotaRefusal {
-  using Amounts = std::vector<std::pair<std::string, std::int64_t>>;
-  std::string resource_group;
-  std::string resource;
-  std::int64_t used = 0;
-  std::int64_t requested = 0;
-  std::int64_t guaranteed = 0;
-  std::int64_t limit = 0;
-  std::string cohort;
-  std::int64_t ceiling = 0;
-  std::int64_t cohort_idle = 0;
-  bool may_borrow = true;
-  Amounts holders;
   Amounts borrowers;
-  bool operator==(const QuotaRefusal&) const = default;
+  bool operator==(const BasicQuotaFigures&) const = default;  // owned figures only
 };
+using QuotaFigures = BasicQuotaFigures<std::string_view, NamedAmountsView>;
+using QuotaRefusal = BasicQuotaFigures<std::string, std::vector<std::pair<std::string, std::int64_t>>>;
 PendingReason word(const QuotaRefusal& f);  // reasons::quota of its figures
 
 // A quota refusal kept as its figures, worded as quota(f) when first read.
