@@ -396,7 +396,12 @@ PendingReason preemption_grace(const std::vector<VictimFigure>& victims, bool al
   return make(kReasonPreemptionGrace, std::move(en), std::move(zh), std::move(d));
 }
 
-PendingReason reservation(const std::vector<std::string>& held_for) {
+Reasons::Shared reservation(std::vector<std::string> held_for) {
+  return std::make_shared<const FiguredReason<ReservationFigures>>(ReservationFigures{std::move(held_for)});
+}
+
+PendingReason word(const ReservationFigures& f) {
+  const std::vector<std::string>& held_for = f.held_for;
   json::object d(1);
   d.emplace("held_for", string_array(held_for));
   std::string en = "would fit, but the room is held for earlier waiting ";

@@ -110,7 +110,13 @@ struct VictimFigure {
 PendingReason preemption_grace(const std::vector<VictimFigure>& victims, bool already_stopping);
 
 // It would fit but for room held for earlier blocked tasks; details {held_for}.
-PendingReason reservation(const std::vector<std::string>& held_for);
+// Kept as the holders' ids, worded when first read.
+struct ReservationFigures {
+  std::vector<std::string> held_for;
+  bool operator==(const ReservationFigures&) const = default;
+};
+PendingReason word(const ReservationFigures& f);
+Reasons::Shared reservation(std::vector<std::string> held_for);
 
 // The task may preempt but not yet: details {priority_class, preempt_after_s, waited_s}.
 PendingReason preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s);

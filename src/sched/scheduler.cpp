@@ -317,8 +317,7 @@ class Cycle {
     for (std::string_view h : holders) key.append(h).push_back('\0');
     auto known = behind_reasons_.find(std::string_view(key));
     if (known == behind_reasons_.end()) {
-      std::vector<std::string> held_for(holders.begin(), holders.end());
-      known = behind_reasons_.emplace(key, Reasons::make(reasons::reservation(held_for))).first;
+      known = behind_reasons_.emplace(key, reasons::reservation({holders.begin(), holders.end()})).first;
     }
     const Reasons::Shared& reason = known->second;
     // One shape that fits without holds: quota admitted it (gpu/any: per type).
