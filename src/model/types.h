@@ -230,6 +230,7 @@ BOOST_DESCRIBE_STRUCT(ApiToken, (), (id, hash, user, description, created_at, ex
 struct StepShape {
   std::int64_t after_s = 0;
   Resources resources;  // per replica
+  bool operator==(const StepShape&) const = default;
 };
 BOOST_DESCRIBE_STRUCT(StepShape, (), (after_s, resources))
 

@@ -428,14 +428,19 @@ PendingReason preempt_later(std::string_view priority_class, std::int64_t preemp
   return make("preemption_not_yet", std::move(en), std::move(zh), std::move(d));
 }
 
-PendingReason fallbacks(const Step& step, std::int64_t waited_s) {
-  // Worded for every waiting task with fallbacks (its wait is its own).
+Reasons::Shared fallbacks(const Step& step, std::int64_t waited_s) {
+  // Made for every waiting task with fallbacks (its wait is its own).
+  return std::make_shared<const FiguredReason<FallbackFigures>>(FallbackFigures{step.fallbacks, waited_s});
+}
+
+PendingReason word(const FallbackFigures& f) {
+  const std::int64_t waited_s = f.waited_s;
   json::array shapes;
-  shapes.reserve(step.fallbacks.size());
+  shapes.reserve(f.shapes.size());
   std::string en = "fallback shapes: ";
   std::string zh = "备选规格：";
-  for (std::size_t i = 0; i < step.fallbacks.size(); ++i) {
-    const StepShape& s = step.fallbacks[i];
+  for (std::size_t i = 0; i < f.shapes.size(); ++i) {
+    const StepShape& s = f.shapes[i];
     const bool tried = waited_s >= s.after_s;
     std::string what = s.resources.to_string();
     if (i > 0) {

@@ -122,7 +122,14 @@ Reasons::Shared reservation(std::vector<std::string> held_for);
 PendingReason preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s);
 
 // Tried fallback shapes too; details {shapes: [{shape, after_s, tried}], waited_s}.
-PendingReason fallbacks(const Step& step, std::int64_t waited_s);
+// Kept as the step's fallback shapes and the wait, worded when first read.
+struct FallbackFigures {
+  std::vector<StepShape> shapes;
+  std::int64_t waited_s = 0;
+  bool operator==(const FallbackFigures&) const = default;
+};
+PendingReason word(const FallbackFigures& f);
+Reasons::Shared fallbacks(const Step& step, std::int64_t waited_s);
 
 // A reason met by fallback shape `shape`: the message says so, details.shape = shape.
 PendingReason for_shape(PendingReason reason, int shape);
