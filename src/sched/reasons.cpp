@@ -367,7 +367,13 @@ PendingReason word(const NoNodeFigures& f) {
   return make(gang ? kReasonGang : kReasonNoNode, std::move(en), std::move(zh), std::move(d));
 }
 
-PendingReason preemption_grace(const std::vector<VictimFigure>& victims, bool already_stopping) {
+Reasons::Shared preemption_grace(std::vector<VictimFigure> victims, bool already_stopping) {
+  return std::make_shared<const FiguredReason<GraceFigures>>(GraceFigures{std::move(victims), already_stopping});
+}
+
+PendingReason word(const GraceFigures& f) {
+  const std::vector<VictimFigure>& victims = f.victims;
+  const bool already_stopping = f.already_stopping;
   json::array list;
   list.reserve(victims.size());
   const auto n = static_cast<std::int64_t>(victims.size());
@@ -411,7 +417,14 @@ PendingReason word(const ReservationFigures& f) {
   return make(kReasonReservation, std::move(en), std::move(zh), std::move(d));
 }
 
-PendingReason preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s) {
+Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s) {
+  return std::make_shared<const FiguredReason<PreemptLaterFigures>>(
+      PreemptLaterFigures{std::string(priority_class), preempt_after_s, waited_s});
+}
+
+PendingReason word(const PreemptLaterFigures& f) {
+  const std::string_view priority_class = f.priority_class;
+  const std::int64_t preempt_after_s = f.preempt_after_s, waited_s = f.waited_s;
   json::object d(3);
   d.emplace("priority_class", priority_class);
   d.emplace("preempt_after_s", preempt_after_s);

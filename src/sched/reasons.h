@@ -106,8 +106,16 @@ struct VictimFigure {
   std::string attempt_id;
   std::string task_id;
   std::string kind;  // reclaim | priority
+  bool operator==(const VictimFigure&) const = default;
 };
-PendingReason preemption_grace(const std::vector<VictimFigure>& victims, bool already_stopping);
+// Kept as the victims, worded when first read.
+struct GraceFigures {
+  std::vector<VictimFigure> victims;
+  bool already_stopping = false;
+  bool operator==(const GraceFigures&) const = default;
+};
+PendingReason word(const GraceFigures& f);
+Reasons::Shared preemption_grace(std::vector<VictimFigure> victims, bool already_stopping);
 
 // It would fit but for room held for earlier blocked tasks; details {held_for}.
 // Kept as the holders' ids, worded when first read.
@@ -119,7 +127,15 @@ PendingReason word(const ReservationFigures& f);
 Reasons::Shared reservation(std::vector<std::string> held_for);
 
 // The task may preempt but not yet: details {priority_class, preempt_after_s, waited_s}.
-PendingReason preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s);
+// Kept as these three figures, worded when first read.
+struct PreemptLaterFigures {
+  std::string priority_class;
+  std::int64_t preempt_after_s = 0;
+  std::int64_t waited_s = 0;
+  bool operator==(const PreemptLaterFigures&) const = default;
+};
+PendingReason word(const PreemptLaterFigures& f);
+Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s);
 
 // Tried fallback shapes too; details {shapes: [{shape, after_s, tried}], waited_s}.
 // Kept as the step's fallback shapes and the wait, worded when first read.

@@ -408,7 +408,7 @@ class Cycle {
       if (here) victims.push_back({work.attempt_id, work.task_id, "stopping"});
     }
     state_.hold_over(*c.task, *f.placement, claimed);
-    why.add_front(reasons::preemption_grace(victims, true));
+    why.add_front(reasons::preemption_grace(std::move(victims), true));
     return true;
   }
 
@@ -490,7 +490,7 @@ class Cycle {
       claimed.push_back(v.work);
     }
     state_.hold_over(t, set->placement, claimed);
-    why.add_front(reasons::preemption_grace(figures, false));
+    why.add_front(reasons::preemption_grace(std::move(figures), false));
     return true;
   }
 
