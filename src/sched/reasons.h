@@ -1,6 +1,12 @@
 // Stage 5, explanation: the PendingReasons a task is left with, each with an
 // English and a Chinese sentence that carry the figures, and the same figures
 // as details for the API and UI. All wording lives here.
+//
+// The kinds a big cycle makes by the thousand (quota, no node, reservation,
+// fallback shapes, preemption grace, preempt later) are kept as their
+// figures (a `...Figures` struct, or QuotaRefusal) in a FiguredReason
+// (scheduler.h) and worded by word(figures) when first read; the rest are
+// worded when made.
 #pragma once
 
 #include <cstdint>
