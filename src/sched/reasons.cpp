@@ -11,6 +11,12 @@ PendingReason make(std::string_view code, std::string en, std::string zh, json::
   return PendingReason{std::string(code), std::move(en), std::move(zh), std::move(details)};
 }
 
+// A reason kept as its figures, worded by word(figures) when first read.
+template <class Figures>
+Reasons::Shared kept_as(Figures figures) {
+  return std::make_shared<const FiguredReason<Figures>>(std::move(figures));
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string out;
   for (const auto& s : items) {
@@ -139,15 +145,10 @@ PendingReason quota(const QuotaFigures& f) {
 
 namespace {
 
-QuotaRefusal::Amounts kept(NamedAmountsView items) {
-  QuotaRefusal::Amounts out;
-  out.reserve(items.size());
-  for (const auto& [name, amount] : items) out.emplace_back(name, amount);
-  return out;
-}
-
-NamedAmounts viewed(const QuotaRefusal::Amounts& items) {
-  NamedAmounts out;
+// (name, amount) pairs as views of the kept names, or kept from views.
+template <class Out, class In>
+Out pairs_as(const In& items) {
+  Out out;
   out.reserve(items.size());
   for (const auto& [name, amount] : items) out.emplace_back(name, amount);
   return out;
@@ -156,16 +157,16 @@ NamedAmounts viewed(const QuotaRefusal::Amounts& items) {
 }  // namespace
 
 PendingReason word(const QuotaRefusal& f) {
-  const NamedAmounts holders = viewed(f.holders), borrowers = viewed(f.borrowers);
+  const auto holders = pairs_as<NamedAmounts>(f.holders), borrowers = pairs_as<NamedAmounts>(f.borrowers);
   return quota(QuotaFigures{f.resource_group, f.resource, f.used, f.requested, f.guaranteed, f.limit, holders,
                             f.cohort, f.ceiling, f.cohort_idle, f.may_borrow, borrowers});
 }
 
 Reasons::Shared quota_refusal(const QuotaFigures& f) {
-  return std::make_shared<const FiguredReason<QuotaRefusal>>(
-      QuotaRefusal{std::string(f.resource_group), std::string(f.resource), f.used, f.requested, f.guaranteed, f.limit,
-                   kept(f.holders), std::string(f.cohort), f.ceiling, f.cohort_idle, f.may_borrow,
-                   kept(f.borrowers)});
+  using Amounts = QuotaRefusal::Amounts;
+  return kept_as(QuotaRefusal{std::string(f.resource_group), std::string(f.resource), f.used, f.requested,
+                              f.guaranteed, f.limit, pairs_as<Amounts>(f.holders), std::string(f.cohort), f.ceiling,
+                              f.cohort_idle, f.may_borrow, pairs_as<Amounts>(f.borrowers)});
 }
 
 std::string_view quota_resource(const Reason& refusal) {
@@ -294,7 +295,7 @@ Reasons::Shared no_node(const NodeCounts& counts, const Request& request, const 
   NoNodeFigures f{counts, request.replicas, request.gpus, request.any_gpu(), {}, {}, clusters};
   if (counts[NodeMisfit::kGpuTypeMismatch] != 0 && !f.any_gpu) f.gpu_type = request.gpu_type;
   if (counts[NodeMisfit::kSelectorMismatch] != 0) f.node_selector = selector_text(group.node_selector);
-  return std::make_shared<const FiguredReason<NoNodeFigures>>(std::move(f));
+  return kept_as(std::move(f));
 }
 
 PendingReason word(const NoNodeFigures& f) {
@@ -368,7 +369,7 @@ PendingReason word(const NoNodeFigures& f) {
 }
 
 Reasons::Shared preemption_grace(std::vector<VictimFigure> victims, bool already_stopping) {
-  return std::make_shared<const FiguredReason<GraceFigures>>(GraceFigures{std::move(victims), already_stopping});
+  return kept_as(GraceFigures{std::move(victims), already_stopping});
 }
 
 PendingReason word(const GraceFigures& f) {
@@ -403,7 +404,7 @@ PendingReason word(const GraceFigures& f) {
 }
 
 Reasons::Shared reservation(std::vector<std::string> held_for) {
-  return std::make_shared<const FiguredReason<ReservationFigures>>(ReservationFigures{std::move(held_for)});
+  return kept_as(ReservationFigures{std::move(held_for)});
 }
 
 PendingReason word(const ReservationFigures& f) {
@@ -418,8 +419,7 @@ PendingReason word(const ReservationFigures& f) {
 }
 
 Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s) {
-  return std::make_shared<const FiguredReason<PreemptLaterFigures>>(
-      PreemptLaterFigures{std::string(priority_class), preempt_after_s, waited_s});
+  return kept_as(PreemptLaterFigures{std::string(priority_class), preempt_after_s, waited_s});
 }
 
 PendingReason word(const PreemptLaterFigures& f) {
@@ -443,7 +443,7 @@ PendingReason word(const PreemptLaterFigures& f) {
 
 Reasons::Shared fallbacks(const Step& step, std::int64_t waited_s) {
   // Made for every waiting task with fallbacks (its wait is its own).
-  return std::make_shared<const FiguredReason<FallbackFigures>>(FallbackFigures{step.fallbacks, waited_s});
+  return kept_as(FallbackFigures{step.fallbacks, waited_s});
 }
 
 PendingReason word(const FallbackFigures& f) {

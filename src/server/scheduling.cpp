@@ -402,10 +402,10 @@ Status ControlPlane::schedule_once() {
     // A write since that snapshot that left the task queued with other
     // reasons is caught at the next cycle, when the copy has caught up.
     //
-    // An entry of explained_ says "a task whose stored words hash so was explained with
-    // these reasons": true whether or not this transaction commits, so it is
-    // kept as the loop goes (a write rolled back leaves other words stored,
-    // which the next apply sees by their hash).
+    // An entry of explained_ says "a task whose stored words hash so was
+    // explained with these reasons": true whether or not this transaction
+    // commits, so it is kept as the loop goes (a write rolled back leaves
+    // other words stored, which the next apply sees by their hash).
     const std::uint64_t cycle = ++explained_cycle_;
     auto explain = [&](Explained& kept, const sched::Pending& pending, std::uint64_t stored) {
       kept.reasons = pending.reasons;
