@@ -177,6 +177,110 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
   return ranked;
 }
 
+// One replica short of nodes, once victims taken cheapest first across the
+// task's clusters reached max_victims without making room: they can be
+// spread over many nodes, none of which they free. Node by node instead (as
+// kube-scheduler does): on each node that hosts candidates, its own
+// candidates cheapest first until what they free would make room for the
+// replica there (cpu, memory and GPU counts: a bound, the fit below
+// decides), then, most expensive first, those that were not needed after
+// all. The node whose set's costliest victim is cheapest is tried first,
+// then the smaller set, then the node's index; each try is a fit on the
+// node's cluster with the set gone (quota asked too). Leaves the quota book
+// as it found it.
+std::optional<VictimSet> victims_on_one_node(CycleState& state, const TaskContext& c, const Request& request,
+                                             const std::vector<Ranked>& pool, int max_victims) {
+  struct OnNode {
+    std::size_t node;
+    std::size_t ranked;  // in `pool`
+    std::int64_t replicas;  // of the work on the node
+  };
+  std::vector<OnNode> on;
+  for (std::size_t k = 0; k < pool.size(); ++k) {
+    const auto from = static_cast<std::ptrdiff_t>(on.size());  // this work's nodes, so far
+    for (const auto& i : state.running_nodes(pool[k].victim.work)) {
+      if (!i) continue;
+      auto at = std::find_if(on.begin() + from, on.end(), [&](const OnNode& x) { return x.node == *i; });
+      if (at != on.end()) {
+        ++at->replicas;
+      } else {
+        on.push_back({*i, k, 1});
+      }
+    }
+  }
+  std::sort(on.begin(), on.end(), [&](const OnNode& a, const OnNode& b) {
+    return a.node != b.node ? a.node < b.node : cheaper(pool[a.ranked], pool[b.ranked]);
+  });
+  struct Choice {
+    std::size_t node;
+    std::vector<std::size_t> victims;  // in `pool`, cheapest first
+  };
+  std::vector<Choice> choices;
+  for (auto first = on.begin(); first != on.end();) {
+    const std::size_t n = first->node;
+    auto last = std::find_if(first, on.end(), [&](const OnNode& x) { return x.node != n; });
+    const NodeView& node = state.nodes()[n];
+    if (statically_fits(node, *c.group, request)) {
+      const NodeLoad& load = state.load(n);
+      Wide cpu = static_cast<Wide>(node.alloc_cpu) - cpu_in_use(load, LoadMode::kAll);
+      Wide memory = static_cast<Wide>(node.alloc_memory) - memory_in_use(load, LoadMode::kAll);
+      Wide gpus = free_gpus(node, load, LoadMode::kAll);
+      auto room = [&] {
+        return (request.cpu <= 0 || cpu >= request.cpu) && (request.memory <= 0 || memory >= request.memory) &&
+               (!request.wants_gpus() || gpus >= request.gpus);
+      };
+      auto free = [&](const OnNode& x, Wide sign) {
+        const CycleState::WorkFacts& f = state.facts(pool[x.ranked].victim.work);
+        cpu += sign * f.cpu * x.replicas;
+        memory += sign * f.memory * x.replicas;
+        gpus += sign * f.gpus * x.replicas;
+      };
+      std::vector<const OnNode*> taken;
+      for (auto it = first; it != last && !room() && static_cast<int>(taken.size()) < max_victims; ++it) {
+        free(*it, 1);
+        taken.push_back(&*it);
+      }
+      if (room() && !taken.empty()) {
+        for (std::size_t j = taken.size(); j-- > 0;) {
+          free(*taken[j], -1);
+          if (room()) {
+            taken.erase(taken.begin() + static_cast<std::ptrdiff_t>(j));
+          } else {
+            free(*taken[j], 1);
+          }
+        }
+        Choice choice{n, {}};
+        for (const OnNode* x : taken) choice.victims.push_back(x->ranked);
+        choices.push_back(std::move(choice));
+      }
+    }
+    first = last;
+  }
+  // Cheapest first within each set: its costliest victim is its last.
+  std::sort(choices.begin(), choices.end(), [&](const Choice& a, const Choice& b) {
+    const Ranked& ca = pool[a.victims.back()];
+    const Ranked& cb = pool[b.victims.back()];
+    if (cheaper(ca, cb)) return true;
+    if (cheaper(cb, ca)) return false;
+    return a.victims.size() != b.victims.size() ? a.victims.size() < b.victims.size() : a.node < b.node;
+  });
+  // A few tries: where counts say there is room, a fit seldom says no.
+  constexpr std::size_t kTries = 4;
+  for (std::size_t t = 0; t < std::min(choices.size(), kTries); ++t) {
+    const Choice& choice = choices[t];
+    Overlay overlay(state);
+    for (std::size_t k : choice.victims) state.take_out(pool[k].victim.work, overlay);
+    const std::vector<std::string> cluster{state.nodes()[choice.node].cluster_id()};
+    Fit f = fit_shape(state, overlay, c, request, true, &cluster, Want::kPlacement);
+    for (std::size_t k : choice.victims) state.put_back(pool[k].victim.work, overlay);
+    if (!f.placement) continue;
+    VictimSet set{{}, std::move(*f.placement)};
+    for (std::size_t k : choice.victims) set.victims.push_back(pool[k].victim);
+    return set;
+  }
+  return std::nullopt;
+}
+
 // Victims for one shape, or nullopt. Leaves the quota book as it found it.
 std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, const Request& request, Blocked blocked,
                                      bool reclaim_ok, bool priority_ok, int max_victims) {
@@ -244,6 +348,9 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   }
   if (!placed) {
     for (const Victim& v : chosen) state.put_back(v.work, overlay);
+    if (blocked == Blocked::kCapacity && request.replicas == 1 && static_cast<int>(chosen.size()) >= max_victims) {
+      return victims_on_one_node(state, c, request, pool, max_victims);
+    }
     return std::nullopt;
   }
   // Drop every victim that was not needed after all, most expensive first.

@@ -150,6 +150,27 @@ TEST_F(PreemptTest, TheSmallestSetIsChosenAndUnneededVictimsAreDropped) {
   EXPECT_EQ(victims(plan), std::vector<std::string>{"big"}) << describe(plan);
 }
 
+TEST_F(PreemptTest, CheapVictimsSpreadOverNodesGiveWayToASetOnOneNode) {
+  // The two cheapest candidates (priority 50) each hold one GPU of n1 and
+  // n2, whose other seven GPUs no one may preempt; taking both reaches
+  // max_victims and frees no node. "mid" (priority 100) alone frees n3.
+  group("rg-b", "gpu/nvidia-a100-80gb:32", {"c1"});
+  fleet.cluster("c1").node("n3", kNode, kA100Label);
+  fleet.snapshot.config.max_victims = 2;
+  for (const char* n : {"n1", "n2"}) {
+    std::string node(n);
+    batch("cheap-" + node, node, "gpu/nvidia-a100-80gb:1", {0}).priority = 50;
+    RunningWork& kept = batch("kept-" + node, node, "gpu/nvidia-a100-80gb:7", {1, 2, 3, 4, 5, 6, 7});
+    kept.priority = 1000;
+    kept.preemptible = false;
+  }
+  batch("mid", "n3").priority = 100;
+  queue.task("u1", "rg-b", "gpu/nvidia-a100-80gb:8").priority_class("urgent", 1000).queued_at(kT0 - 3600'000);
+  Plan plan = run();
+  EXPECT_EQ(victims(plan), std::vector<std::string>{"mid"}) << describe(plan);
+  EXPECT_EQ(reason(plan, "u1").code, kReasonPreemptionGrace) << describe(plan);
+}
+
 TEST_F(PreemptTest, AVictimNeededForQuotaIsKeptThoughItRunsOffTheChosenNode) {
   // rg-b is at its cpu quota of 32 with two cpu-only batch tasks on n1, whose
   // GPUs rg-c's inference work holds; u1 (4 GPUs, 16 cpu) can only go to n2.
