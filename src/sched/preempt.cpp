@@ -177,22 +177,24 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
   return ranked;
 }
 
-// One replica short of nodes, once victims taken cheapest first across the
-// task's clusters reached max_victims without making room: they can be
-// spread over many nodes, none of which they free. Node by node instead (as
+// Short of nodes, once victims taken cheapest first across the task's
+// clusters reached max_victims without making room: they can be spread
+// over many nodes, none of which they free. Node by node instead (as
 // kube-scheduler does): on each node that hosts candidates, its own
-// candidates cheapest first until what they free would make room for the
+// candidates cheapest first until what they free would make room for one
 // replica there (cpu, memory and GPU counts: a bound, the fit below
 // decides), then, most expensive first, those that were not needed after
-// all. The node whose set's costliest victim is cheapest is tried first,
-// then the smaller set, then the node's index; each try is a fit on the
-// node's cluster with the set gone (quota asked too). Leaves the quota book
-// as it found it.
-std::optional<VictimSet> victims_on_one_node(CycleState& state, const TaskContext& c, const Request& request,
-                                             const std::vector<Ranked>& pool, int max_victims) {
+// all. One replica: each node's set is a choice. A gang: in each cluster,
+// the sets of its `replicas` best nodes together (a replica per node).
+// The choice whose costliest victim is cheapest is tried first, then the
+// smaller, then the one of the lower node or cluster; each try is a fit on
+// that cluster with the choice's victims gone (quota asked too). Leaves
+// the quota book as it found it.
+std::optional<VictimSet> victims_node_by_node(CycleState& state, const TaskContext& c, const Request& request,
+                                              const std::vector<Ranked>& pool, int max_victims) {
   struct OnNode {
     std::size_t node;
-    std::size_t ranked;  // in `pool`
+    std::size_t ranked;     // in `pool`
     std::int64_t replicas;  // of the work on the node
   };
   std::vector<OnNode> on;
@@ -212,10 +214,19 @@ std::optional<VictimSet> victims_on_one_node(CycleState& state, const TaskContex
     return a.node != b.node ? a.node < b.node : cheaper(pool[a.ranked], pool[b.ranked]);
   });
   struct Choice {
-    std::size_t node;
+    std::size_t cluster;  // rank
+    std::size_t node;     // the lowest of its nodes
     std::vector<std::size_t> victims;  // in `pool`, cheapest first
   };
-  std::vector<Choice> choices;
+  // Cheapest first within each set: its costliest victim is its last.
+  auto better = [&](const Choice& a, const Choice& b) {
+    const Ranked& ca = pool[a.victims.back()];
+    const Ranked& cb = pool[b.victims.back()];
+    if (cheaper(ca, cb)) return true;
+    if (cheaper(cb, ca)) return false;
+    return a.victims.size() != b.victims.size() ? a.victims.size() < b.victims.size() : a.node < b.node;
+  };
+  std::vector<Choice> nodes;  // one per node with room for a replica once its set is gone
   for (auto first = on.begin(); first != on.end();) {
     const std::size_t n = first->node;
     auto last = std::find_if(first, on.end(), [&](const OnNode& x) { return x.node != n; });
@@ -249,21 +260,39 @@ std::optional<VictimSet> victims_on_one_node(CycleState& state, const TaskContex
             free(*taken[j], 1);
           }
         }
-        Choice choice{n, {}};
+        Choice choice{node.cluster_rank, n, {}};
         for (const OnNode* x : taken) choice.victims.push_back(x->ranked);
-        choices.push_back(std::move(choice));
+        nodes.push_back(std::move(choice));
       }
     }
     first = last;
   }
-  // Cheapest first within each set: its costliest victim is its last.
-  std::sort(choices.begin(), choices.end(), [&](const Choice& a, const Choice& b) {
-    const Ranked& ca = pool[a.victims.back()];
-    const Ranked& cb = pool[b.victims.back()];
-    if (cheaper(ca, cb)) return true;
-    if (cheaper(cb, ca)) return false;
-    return a.victims.size() != b.victims.size() ? a.victims.size() < b.victims.size() : a.node < b.node;
-  });
+  std::vector<Choice> choices;
+  if (request.replicas == 1) {
+    choices = std::move(nodes);
+  } else {
+    // Per cluster, its best `replicas` nodes' sets together.
+    std::sort(nodes.begin(), nodes.end(), [&](const Choice& a, const Choice& b) {
+      return a.cluster != b.cluster ? a.cluster < b.cluster : better(a, b);
+    });
+    const auto replicas = static_cast<std::size_t>(request.replicas);
+    for (auto first = nodes.begin(); first != nodes.end();) {
+      auto last = std::find_if(first, nodes.end(), [&](const Choice& x) { return x.cluster != first->cluster; });
+      if (static_cast<std::size_t>(last - first) >= replicas) {
+        Choice gang{first->cluster, first->node, {}};
+        for (auto it = first; it != first + static_cast<std::ptrdiff_t>(replicas); ++it) {
+          gang.node = std::min(gang.node, it->node);
+          gang.victims.insert(gang.victims.end(), it->victims.begin(), it->victims.end());
+        }
+        std::sort(gang.victims.begin(), gang.victims.end(),
+                  [&](std::size_t a, std::size_t b) { return cheaper(pool[a], pool[b]); });
+        gang.victims.erase(std::unique(gang.victims.begin(), gang.victims.end()), gang.victims.end());
+        if (static_cast<int>(gang.victims.size()) <= max_victims) choices.push_back(std::move(gang));
+      }
+      first = last;
+    }
+  }
+  std::sort(choices.begin(), choices.end(), better);
   // A few tries: where counts say there is room, a fit seldom says no.
   constexpr std::size_t kTries = 4;
   for (std::size_t t = 0; t < std::min(choices.size(), kTries); ++t) {
@@ -348,8 +377,8 @@ std::optional<VictimSet> victims_for(CycleState& state, const TaskContext& c, co
   }
   if (!placed) {
     for (const Victim& v : chosen) state.put_back(v.work, overlay);
-    if (blocked == Blocked::kCapacity && request.replicas == 1 && static_cast<int>(chosen.size()) >= max_victims) {
-      return victims_on_one_node(state, c, request, pool, max_victims);
+    if (blocked == Blocked::kCapacity && static_cast<int>(chosen.size()) >= max_victims) {
+      return victims_node_by_node(state, c, request, pool, max_victims);
     }
     return std::nullopt;
   }

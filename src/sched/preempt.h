@@ -12,11 +12,11 @@
 // Order (cheapest first): reclaim before priority, lowest priority, work that
 // keeps a checkpoint, the latest started (least work lost), attempt id.
 // Victims are added in that order until the task fits; then a last pass, most
-// expensive first, puts back every victim the task fits without. One
-// replica short of nodes whose max_victims cheapest victims free no node
-// (they lie on many) is then placed node by node: on each node, its own
-// candidates cheapest first until the replica fits there; the set whose
-// costliest victim is cheapest wins. When the task
+// expensive first, puts back every victim the task fits without. A task
+// short of nodes whose max_victims cheapest victims free no node (they lie
+// on many) is then placed node by node: on each node, its own candidates
+// cheapest first until a replica fits there (a gang: a cluster's best
+// `replicas` such nodes); the choice whose costliest victim is cheapest wins. When the task
 // is short of quota rather than of nodes, only work that frees its quota (its
 // own group, or its cohort) can help, and only that is considered.
 #pragma once

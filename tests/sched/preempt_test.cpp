@@ -171,6 +171,29 @@ TEST_F(PreemptTest, CheapVictimsSpreadOverNodesGiveWayToASetOnOneNode) {
   EXPECT_EQ(reason(plan, "u1").code, kReasonPreemptionGrace) << describe(plan);
 }
 
+TEST_F(PreemptTest, AGangWhoseCheapVictimsAreSpreadTakesNodesWhoseSetsFreeThem) {
+  // As above for a gang of two replicas of 8 GPUs: "mid-n3" and "mid-n4"
+  // free one node each; the cheap victims of n1 and n2 free none.
+  group("rg-b", "gpu/nvidia-a100-80gb:48", {"c1"});
+  fleet.cluster("c1").node("n3", kNode, kA100Label).node("n4", kNode, kA100Label);
+  fleet.snapshot.config.max_victims = 2;
+  for (const char* n : {"n1", "n2"}) {
+    std::string node(n);
+    batch("cheap-" + node, node, "gpu/nvidia-a100-80gb:1", {0}).priority = 50;
+    RunningWork& kept = batch("kept-" + node, node, "gpu/nvidia-a100-80gb:7", {1, 2, 3, 4, 5, 6, 7});
+    kept.priority = 1000;
+    kept.preemptible = false;
+  }
+  batch("mid-n3", "n3").priority = 100;
+  batch("mid-n4", "n4").priority = 100;
+  queue.task("g1", "rg-b", "gpu/nvidia-a100-80gb:8", 2).priority_class("urgent", 1000).queued_at(kT0 - 3600'000);
+  Plan plan = run();
+  std::vector<std::string> got = victims(plan);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::string>{"mid-n3", "mid-n4"})) << describe(plan);
+  EXPECT_EQ(reason(plan, "g1").code, kReasonPreemptionGrace) << describe(plan);
+}
+
 TEST_F(PreemptTest, AVictimNeededForQuotaIsKeptThoughItRunsOffTheChosenNode) {
   // rg-b is at its cpu quota of 32 with two cpu-only batch tasks on n1, whose
   // GPUs rg-c's inference work holds; u1 (4 GPUs, 16 cpu) can only go to n2.
