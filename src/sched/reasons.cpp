@@ -1,5 +1,6 @@
 #include "sched/reasons.h"
 
+#include "common/clock.h"
 #include "sched/scheduler.h"
 
 namespace cp::sched::reasons {
@@ -418,43 +419,44 @@ PendingReason word(const ReservationFigures& f) {
   return make(kReasonReservation, std::move(en), std::move(zh), std::move(d));
 }
 
-Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s) {
-  return kept_as(PreemptLaterFigures{std::string(priority_class), preempt_after_s, waited_s});
+Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, Millis queued_at) {
+  return kept_as(PreemptLaterFigures{std::string(priority_class), preempt_after_s, queued_at});
 }
 
 PendingReason word(const PreemptLaterFigures& f) {
   const std::string_view priority_class = f.priority_class;
-  const std::int64_t preempt_after_s = f.preempt_after_s, waited_s = f.waited_s;
+  const std::string after = std::to_string(f.preempt_after_s);
+  const std::string from = format_time(f.queued_at + f.preempt_after_s * 1000);
   json::object d(3);
   d.emplace("priority_class", priority_class);
-  d.emplace("preempt_after_s", preempt_after_s);
-  d.emplace("waited_s", waited_s);
-  const std::string after = std::to_string(preempt_after_s);
-  const std::string waited = std::to_string(waited_s);
-  const std::string left = std::to_string(std::max<std::int64_t>(0, preempt_after_s - waited_s));
+  d.emplace("preempt_after_s", f.preempt_after_s);
+  d.emplace("may_preempt_at", from);
   std::string en = "priority class ";
-  en.append(priority_class).append(" may preempt after "sv).append(after).append("s in the queue; waited "sv);
-  en.append(waited).append("s ("sv).append(left).append("s to go)"sv);
+  en.append(priority_class).append(" may preempt after "sv).append(after).append("s in the queue, from "sv);
+  en.append(from);
   std::string zh = "优先级 ";
-  zh.append(priority_class).append(" 排队 "sv).append(after).append(" 秒后才可抢占；已等待 "sv);
-  zh.append(waited).append(" 秒（还需 "sv).append(left).append(" 秒）"sv);
+  zh.append(priority_class).append(" 排队 "sv).append(after).append(" 秒后才可抢占，自 "sv);
+  zh.append(from).append(" 起"sv);
   return make("preemption_not_yet", std::move(en), std::move(zh), std::move(d));
 }
 
-Reasons::Shared fallbacks(const Step& step, std::int64_t waited_s) {
+Reasons::Shared fallbacks(const Step& step, Millis queued_at, Millis waited_ms) {
   // Made for every waiting task with fallbacks (its wait is its own).
-  return kept_as(FallbackFigures{step.fallbacks, waited_s});
+  std::vector<char> tried;
+  tried.reserve(step.fallbacks.size());
+  for (const StepShape& s : step.fallbacks) tried.push_back(waited_ms >= s.after_s * 1000 ? 1 : 0);
+  return kept_as(FallbackFigures{step.fallbacks, queued_at, std::move(tried)});
 }
 
 PendingReason word(const FallbackFigures& f) {
-  const std::int64_t waited_s = f.waited_s;
   json::array shapes;
   shapes.reserve(f.shapes.size());
   std::string en = "fallback shapes: ";
   std::string zh = "备选规格：";
   for (std::size_t i = 0; i < f.shapes.size(); ++i) {
     const StepShape& s = f.shapes[i];
-    const bool tried = waited_s >= s.after_s;
+    const bool tried = i < f.tried.size() && f.tried[i] != 0;
+    const std::string opens_at = format_time(f.queued_at + s.after_s * 1000);
     std::string what = s.resources.to_string();
     if (i > 0) {
       en.append("; "sv);
@@ -466,20 +468,19 @@ PendingReason word(const FallbackFigures& f) {
       en.append(" (tried)"sv);
       zh.append("（已尝试）"sv);
     } else {
-      const std::string left = std::to_string(s.after_s - waited_s);
-      en.append(" (in "sv).append(left).append("s)"sv);
-      zh.append("（"sv).append(left).append(" 秒后）"sv);
+      en.append(" (from "sv).append(opens_at).append(")"sv);
+      zh.append("（自 "sv).append(opens_at).append(" 起）"sv);
     }
-    json::object o(4);
+    json::object o(5);
     o.emplace("shape", static_cast<std::int64_t>(i + 1));
     o.emplace("after_s", s.after_s);
+    o.emplace("opens_at", opens_at);
     o.emplace("tried", tried);
     o.emplace("resources", std::move(what));
     shapes.push_back(std::move(o));
   }
-  json::object d(2);
+  json::object d(1);
   d.emplace("shapes", std::move(shapes));
-  d.emplace("waited_s", waited_s);
   return make(kReasonFallback, std::move(en), std::move(zh), std::move(d));
 }
 

@@ -132,26 +132,32 @@ struct ReservationFigures {
 PendingReason word(const ReservationFigures& f);
 Reasons::Shared reservation(std::vector<std::string> held_for);
 
-// The task may preempt but not yet: details {priority_class, preempt_after_s, waited_s}.
-// Kept as these three figures, worded when first read.
+// The task may preempt but not yet: details {priority_class, preempt_after_s,
+// may_preempt_at (RFC 3339)}. Kept as these figures, worded when first read.
+// Worded with the moment, not the time to go: nothing in it moves while the
+// task waits, so a waiting task's stored reasons are not written again at
+// every cycle (the time to go is read off the moment).
 struct PreemptLaterFigures {
   std::string priority_class;
   std::int64_t preempt_after_s = 0;
-  std::int64_t waited_s = 0;
+  Millis queued_at = 0;
   bool operator==(const PreemptLaterFigures&) const = default;
 };
 PendingReason word(const PreemptLaterFigures& f);
-Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, std::int64_t waited_s);
+Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, Millis queued_at);
 
-// Tried fallback shapes too; details {shapes: [{shape, after_s, tried}], waited_s}.
-// Kept as the step's fallback shapes and the wait, worded when first read.
+// Tried fallback shapes too; details {shapes: [{shape, after_s, opens_at,
+// tried, resources}]}. Kept as the step's fallback shapes, when the task was
+// queued and which shapes are open (`waited_ms`, as shape_open counts it),
+// worded when first read; with the moment each opens, as above.
 struct FallbackFigures {
   std::vector<StepShape> shapes;
-  std::int64_t waited_s = 0;
+  Millis queued_at = 0;
+  std::vector<char> tried;  // per shape
   bool operator==(const FallbackFigures&) const = default;
 };
 PendingReason word(const FallbackFigures& f);
-Reasons::Shared fallbacks(const Step& step, std::int64_t waited_s);
+Reasons::Shared fallbacks(const Step& step, Millis queued_at, Millis waited_ms);
 
 // A reason met by fallback shape `shape`: the message says so, details.shape = shape.
 PendingReason for_shape(PendingReason reason, int shape);

@@ -256,7 +256,7 @@ class Cycle {
     // Clusters that are down might have taken the task: say so too.
     for (const auto& r : c.clusters->offline) why.add(r);
     if (f.blocked != Blocked::kNo) blocked(c, f, why);
-    if (!c.task->step.fallbacks.empty()) why.add(reasons::fallbacks(c.task->step, c.waited_ms / 1000));
+    if (!c.task->step.fallbacks.empty()) why.add(reasons::fallbacks(c.task->step, c.task->queued_at, c.waited_ms));
   }
 
   // The task is short of quota or nodes. In this order, the first that applies:
@@ -279,8 +279,7 @@ class Cycle {
     }
     Blocked how = f.blocked;
     if (c.priority_class != nullptr && c.priority_class->may_preempt && !may_preempt_now(c)) {
-      why.add(reasons::preempt_later(c.priority_class->name, c.priority_class->preempt_after_s,
-                                     c.waited_ms / 1000));
+      why.add(reasons::preempt_later(c.priority_class->name, c.priority_class->preempt_after_s, c.task->queued_at));
     }
     reserve(c, how, why);
   }

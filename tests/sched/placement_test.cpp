@@ -113,7 +113,14 @@ TEST_F(PlacementTest, AFallbackShapeIsTriedOnlyAfterItsWait) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->reasons.front().code, kReasonNoNode);
   EXPECT_EQ(p->reasons.back().code, kReasonFallback);
-  EXPECT_EQ(p->reasons.back().message, "fallback shapes: gpu/nvidia-h100-80gb=2 (in 1s)");
+  const std::string opens_at = format_time(kT0 + 600'000);
+  EXPECT_EQ(p->reasons.back().message, "fallback shapes: gpu/nvidia-h100-80gb=2 (from " + opens_at + ")");
+  EXPECT_EQ(p->reasons.back().message_zh, "备选规格：gpu/nvidia-h100-80gb=2（自 " + opens_at + " 起）");
+  EXPECT_EQ(p->reasons.back().details.at("shapes").as_array().at(0).at("opens_at").as_string(), opens_at);
+  // A second earlier: the same reason, word for word (nothing counts down).
+  const Plan earlier = run(kT0 + 598'000);
+  ASSERT_NE(pending_of(earlier, "t1"), nullptr);
+  EXPECT_EQ(pending_of(earlier, "t1")->reasons.back().message, p->reasons.back().message);
 
   Plan after = run(kT0 + 600'000);
   const Placement* pl = placement_of(after, "t1");

@@ -77,6 +77,41 @@ TEST_F(ControlPlaneTest, AWaitingTaskIsWrittenOnlyWhenItsReasonsChange) {
   EXPECT_EQ(again.reasons[0].message, explained.reasons[0].message);
 }
 
+TEST_F(ControlPlaneTest, AFallbackShapesReasonIsNotWrittenAgainAsTheTaskWaits) {
+  // The reason says when each fallback shape opens, not how long to go: it
+  // reads the same from cycle to cycle, so the waiting task is written once,
+  // then again only when the shape opens (it is tried).
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  ASSERT_EQ(submit(alice_, pipeline_yaml("pa", 3)).size(), 1u);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  const auto second = submit(alice_, pipeline_yaml("pa", 2, "      fallbacks: [{after: 10m, resources: {gpu: 1}}]\n"));
+  ASSERT_EQ(second.size(), 1u);
+  const Millis queued_at = clock_.now_ms();
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  const Task explained = task(second[0]);
+  ASSERT_EQ(explained.state, TaskState::Queued);
+  ASSERT_FALSE(explained.reasons.empty());
+  EXPECT_EQ(explained.reasons.back().code, "fallback_shapes");
+  const std::string opens_at = format_time(queued_at + 600'000);
+  EXPECT_NE(explained.reasons.back().message.find("(from " + opens_at + ")"), std::string::npos)
+      << explained.reasons.back().message;
+  const std::int64_t worded = cp_->apply_reasons_worded();
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    clock_.advance_ms(60'000);
+    ASSERT_TRUE(cp_->schedule_once().ok());
+  }
+  const Task again = task(second[0]);
+  EXPECT_EQ(again.updated_at, explained.updated_at);
+  EXPECT_EQ(cp_->apply_reasons_worded(), worded);
+  EXPECT_EQ(again.reasons.back().message, explained.reasons.back().message);
+  // Once the shape opens (one GPU, within the group's quota), the task runs on it.
+  clock_.advance_ms(600'000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  EXPECT_EQ(task(second[0]).state, TaskState::Dispatched);
+}
+
 TEST_F(ControlPlaneTest, ReasonsWrittenBehindTheSchedulersBackAreWrittenAgain) {
   // The apply tells an unchanged explanation by its figures only while the
   // stored words are the ones it left: words another writer put there (same

@@ -117,6 +117,18 @@ describe('reasons', () => {
       'Bound to storage pool p1, where its checkpoints and data are: 1 cluster in other pools not considered.');
     expect(formatReason({ code: 'storage_pool', message: 'server words', details: {} })).toBe('server words');
   });
+  it('counts down to when a class may preempt and a fallback shape opens', () => {
+    const now = Date.parse('2026-12-06T02:00:00.000Z');
+    const later = { code: 'preemption_not_yet', message: 'x',
+      details: { priority_class: 'urgent', preempt_after_s: 600, may_preempt_at: '2026-12-06T02:08:20.000Z' } };
+    expect(formatReason(later, 'en', now)).toBe('Priority class urgent may preempt after 10m in the queue: in 8m 20s.');
+    expect(formatReason(later, 'zh-CN', now)).toBe('优先级 urgent 排队 10分 后才可抢占：8分20秒后。');
+    const shapes = { code: 'fallback_shapes', message: 'x', details: { shapes: [
+      { shape: 1, after_s: 600, opens_at: '2026-12-06T02:05:00.000Z', tried: false, resources: 'gpu/nvidia-l40s=1' },
+      { shape: 2, after_s: 60, opens_at: '2026-12-06T01:51:00.000Z', tried: true, resources: 'gpu/nvidia-t4=1' }] } };
+    expect(formatReason(shapes, 'en', now)).toBe('Fallback shapes: gpu/nvidia-l40s=1 (in 5m); gpu/nvidia-t4=1 (tried).');
+    expect(formatReason(shapes, 'zh-CN', now)).toBe('备选规格：gpu/nvidia-l40s=1（5分后）；gpu/nvidia-t4=1（已尝试）。');
+  });
   it('falls back to the server message in the language asked for', () => {
     const r = { code: 'something_new', message: 'it waits', message_zh: '它在等待' };
     expect(formatReason(r)).toBe('it waits');

@@ -171,7 +171,7 @@ function plural(n: number, one: string, many: string): string {
  * are worded here from their details; others fall back to the server's
  * message in the language asked for.
  */
-export function formatReason(r: PendingReason, lang: Lang = 'en'): string {
+export function formatReason(r: PendingReason, lang: Lang = 'en', now: number = Date.now()): string {
   const zh = lang === 'zh-CN';
   const d = r.details ?? {};
   const fallback = zh && r.message_zh ? r.message_zh : r.message || r.code;
@@ -238,6 +238,29 @@ export function formatReason(r: PendingReason, lang: Lang = 'en'): string {
       return zh
         ? `等待：存储池 ${pool} 中没有在线集群${parts.length ? '，' + parts.join('，') : ''}。`
         : `Waits: storage pool ${pool} has no cluster online${parts.length ? '; ' + parts.join(', ') : ''}.`;
+    }
+    case 'preemption_not_yet': {
+      // The server says from when (its words do not count down); the time to go is worked out here.
+      const at = Date.parse(str(d.may_preempt_at));
+      const after = num(d.preempt_after_s);
+      if (Number.isNaN(at) || Number.isNaN(after)) return fallback;
+      const cls = str(d.priority_class);
+      const when = at > now ? formatRelative(at, now, lang) : (zh ? '现在' : 'now');
+      return zh
+        ? `优先级 ${cls} 排队 ${formatDuration(after, lang)} 后才可抢占：${when}。`
+        : `Priority class ${cls} may preempt after ${formatDuration(after, lang)} in the queue: ${when}.`;
+    }
+    case 'fallback_shapes': {
+      const shapes = Array.isArray(d.shapes) ? (d.shapes as Record<string, unknown>[]) : [];
+      if (!shapes.length) return fallback;
+      const parts = shapes.map((s) => {
+        const what = str(s.resources);
+        if (s.tried === true) return zh ? `${what}（已尝试）` : `${what} (tried)`;
+        const at = Date.parse(str(s.opens_at));
+        if (Number.isNaN(at)) return what;
+        return `${what}${zh ? '（' : ' ('}${at > now ? formatRelative(at, now, lang) : (zh ? '现在' : 'now')}${zh ? '）' : ')'}`;
+      });
+      return zh ? `备选规格：${parts.join('；')}。` : `Fallback shapes: ${parts.join('; ')}.`;
     }
     case 'waiting_for_preemption': {
       const victims = Array.isArray(d.victims) ? d.victims.length : NaN;
