@@ -21,6 +21,18 @@ class PreemptTest : public SchedTest {
     fleet.priority_classes(/*urgent_after_s=*/600);
     fleet.cluster("c1").node("n1", kNode, kA100Label).node("n2", kNode, kA100Label);
   }
+  // With max_victims 2, the two cheapest candidates (priority 50) each hold
+  // one GPU of n1 and n2, whose other seven GPUs no one may preempt: taking
+  // both frees no node.
+  void cheap_victims_on_n1_and_n2() {
+    fleet.snapshot.config.max_victims = 2;
+    for (std::string node : {"n1", "n2"}) {
+      batch("cheap-" + node, node, "gpu/nvidia-a100-80gb:1", {0}).priority = 50;
+      RunningWork& kept = batch("kept-" + node, node, "gpu/nvidia-a100-80gb:7", {1, 2, 3, 4, 5, 6, 7});
+      kept.priority = 1000;
+      kept.preemptible = false;
+    }
+  }
   // Batch work of rg-b filling one node.
   RunningWork& batch(const std::string& id, const std::string& node, std::string_view gpus = "gpu/nvidia-a100-80gb:8",
                      std::vector<int> indices = {0, 1, 2, 3, 4, 5, 6, 7}) {
@@ -154,19 +166,11 @@ TEST_F(PreemptTest, TheSmallestSetIsChosenAndUnneededVictimsAreDropped) {
 }
 
 TEST_F(PreemptTest, CheapVictimsSpreadOverNodesGiveWayToASetOnOneNode) {
-  // The two cheapest candidates (priority 50) each hold one GPU of n1 and
-  // n2, whose other seven GPUs no one may preempt; taking both reaches
-  // max_victims and frees no node. "mid" (priority 100) alone frees n3.
+  // The cheap victims reach max_victims and free no node; "mid" (priority
+  // 100) alone frees n3.
   group("rg-b", "gpu/nvidia-a100-80gb:32", {"c1"});
   fleet.cluster("c1").node("n3", kNode, kA100Label);
-  fleet.snapshot.config.max_victims = 2;
-  for (const char* n : {"n1", "n2"}) {
-    std::string node(n);
-    batch("cheap-" + node, node, "gpu/nvidia-a100-80gb:1", {0}).priority = 50;
-    RunningWork& kept = batch("kept-" + node, node, "gpu/nvidia-a100-80gb:7", {1, 2, 3, 4, 5, 6, 7});
-    kept.priority = 1000;
-    kept.preemptible = false;
-  }
+  cheap_victims_on_n1_and_n2();
   batch("mid", "n3").priority = 100;
   queue.task("u1", "rg-b", "gpu/nvidia-a100-80gb:8").priority_class("urgent", 1000).queued_at(kT0 - 3600'000);
   Plan plan = run();
@@ -179,14 +183,7 @@ TEST_F(PreemptTest, AGangWhoseCheapVictimsAreSpreadTakesNodesWhoseSetsFreeThem) 
   // free one node each; the cheap victims of n1 and n2 free none.
   group("rg-b", "gpu/nvidia-a100-80gb:48", {"c1"});
   fleet.cluster("c1").node("n3", kNode, kA100Label).node("n4", kNode, kA100Label);
-  fleet.snapshot.config.max_victims = 2;
-  for (const char* n : {"n1", "n2"}) {
-    std::string node(n);
-    batch("cheap-" + node, node, "gpu/nvidia-a100-80gb:1", {0}).priority = 50;
-    RunningWork& kept = batch("kept-" + node, node, "gpu/nvidia-a100-80gb:7", {1, 2, 3, 4, 5, 6, 7});
-    kept.priority = 1000;
-    kept.preemptible = false;
-  }
+  cheap_victims_on_n1_and_n2();
   batch("mid-n3", "n3").priority = 100;
   batch("mid-n4", "n4").priority = 100;
   queue.task("g1", "rg-b", "gpu/nvidia-a100-80gb:8", 2).priority_class("urgent", 1000).queued_at(kT0 - 3600'000);
