@@ -90,6 +90,24 @@ std::string digest_of(const sched::Plan& plan) {
   return d.hex();
 }
 
+// Of the tasks waiting in both of two consecutive cycles' plans, {those
+// whose reasons changed, all}: the server's apply writes a waiting task
+// again only when its reasons changed (Reasons::same_as), so the first is
+// the rows a cycle rewrites for tasks that only wait.
+std::pair<std::size_t, std::size_t> rewritten(const sched::Plan& before, const sched::Plan& after) {
+  std::unordered_map<std::string_view, const sched::Reasons*> was;
+  was.reserve(before.pending.size());
+  for (const auto& p : before.pending) was.emplace(p.task_id, &p.reasons);
+  std::size_t changed = 0, both = 0;
+  for (const auto& p : after.pending) {
+    auto it = was.find(p.task_id);
+    if (it == was.end()) continue;
+    ++both;
+    if (!it->second->same_as(p.reasons)) ++changed;
+  }
+  return {changed, both};
+}
+
 // Nearest rank: the smallest value with at least p of the samples at or below it.
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -315,6 +333,8 @@ int run(const Options& o) {
   Millis now = kNow;
   int warm_checked = 0, warm_equal = 0;
   std::vector<double> warm_cycle_ms;
+  std::vector<double> rewritten_share;  // per cycle: changed / waiting in both
+  std::size_t rewritten_max = 0;
   for (int c = 2; c <= o.cycles; ++c) {
     driver.apply(plan, now);
     now += kCycleInterval;
@@ -322,9 +342,13 @@ int run(const Options& o) {
     digest(cycle_plans, t.plan);
     cycle_ms.push_back(t.ms);
     cycle_cpu_ms.push_back(t.cpu_ms);
-    std::printf("cycle %2d: queue %7zu  placed %6zu  preempted %4zu  running %7zu  %10.3f ms (cpu %.3f)\n", c,
-                queue.size(), t.plan.placements.size(), t.plan.preemptions.size(), fleet.snapshot.running.size(),
-                t.ms, t.cpu_ms);
+    const auto [changed, both] = rewritten(plan, t.plan);
+    rewritten_share.push_back(both > 0 ? static_cast<double>(changed) / static_cast<double>(both) : 0);
+    rewritten_max = std::max(rewritten_max, changed);
+    std::printf("cycle %2d: queue %7zu  placed %6zu  preempted %4zu  running %7zu  %10.3f ms (cpu %.3f)  "
+                "reasons changed %zu of %zu still waiting\n",
+                c, queue.size(), t.plan.placements.size(), t.plan.preemptions.size(), fleet.snapshot.running.size(),
+                t.ms, t.cpu_ms, changed, both);
     if (c == 2 || c == o.cycles || c % 10 == 0) {
       Timed w = timed_decide(warm, queue, now);
       ++warm_checked;
@@ -340,6 +364,11 @@ int run(const Options& o) {
   std::printf("cycles: %zu, p50 %.3f ms, p99 %.3f ms, max %.3f ms (cpu p50 %.3f ms, p99 %.3f ms)\n",
               cycle_ms.size(), p50_cycle, p99_cycle, *std::max_element(cycle_ms.begin(), cycle_ms.end()),
               percentile(cycle_cpu_ms, 0.50), percentile(cycle_cpu_ms, 0.99));
+  if (!rewritten_share.empty()) {
+    std::printf("waiting tasks written again (their reasons changed since the cycle before): p50 %.1f%%, "
+                "max %zu tasks in a cycle\n",
+                100 * percentile(rewritten_share, 0.5), rewritten_max);
+  }
   // Freed before the latency figures, so that they do not pay for a heap
   // fragmented by the big queue and its plan.
   queue = {};
