@@ -45,6 +45,10 @@ struct ServerConfig {
   std::int64_t sync_interval_ms = 2000;
   std::int64_t log_chunk_max_bytes = 1 << 20;
   std::int64_t max_tasks_per_pipeline = 1000;
+  // A waiting task whose reasons keep their codes but not their figures
+  // (used quota, who holds the room) is written again at most this often;
+  // a change of codes is written at the next cycle. 0: at every change.
+  std::int64_t reasons_refresh_s = 60;
   // Retention (run_retention): what is older than its age goes, on a thread
   // of its own every retention_interval_s, at most retention_batch of each
   // kind a pass, in transactions of at most 100 tasks or 1,000 events, so a
@@ -363,9 +367,10 @@ class ControlPlane {
   // (figures, where a reason keeps them) and a hash of the words stored. The
   // next apply tells an unchanged explanation by these, without wording it.
   struct Explained {
-    sched::Reasons reasons;
+    sched::Reasons reasons;  // as stored
     std::uint64_t stored = 0;
     std::uint64_t cycle = 0;  // the apply that last explained it
+    Millis current_since = 0;  // when the stored words were last the plan's (reasons_refresh_s)
   };
   std::unordered_map<std::string, Explained> explained_;  // under schedule_mu_
   std::uint64_t explained_cycle_ = 0;

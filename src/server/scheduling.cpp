@@ -58,6 +58,15 @@ bool same_reasons(const std::vector<PendingReason>& a, const sched::Reasons& b) 
   return true;
 }
 
+// The same why: the same codes in the same order, whatever the figures.
+bool same_codes(const std::vector<PendingReason>& a, const sched::Reasons& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].code != b[i].code) return false;
+  }
+  return true;
+}
+
 // The stored words that same_reasons() compares, hashed: a kept
 // explanation (ControlPlane::explained_) holds only while they are unchanged.
 std::uint64_t stored_words(const std::vector<PendingReason>& reasons) {
@@ -399,6 +408,11 @@ Status ControlPlane::schedule_once() {
     //   (sched::Reasons::same_as): told without wording the reasons, most
     //   of which a big queue never has read;
     // - else by the words themselves.
+    // Where only the figures moved (the same codes, in order), the stored
+    // words stand until they are reasons_refresh_s old: under a busy fleet
+    // most waiting tasks' counts move at every cycle (used quota, who holds
+    // the room), and writing each of them every cycle would be most of the
+    // store's work. A different why is written at once.
     // A write since that snapshot that left the task queued with other
     // reasons is caught at the next cycle, when the copy has caught up.
     //
@@ -407,10 +421,12 @@ Status ControlPlane::schedule_once() {
     // commits, so it is kept as the loop goes (a write rolled back leaves
     // other words stored, which the next apply sees by their hash).
     const std::uint64_t cycle = ++explained_cycle_;
+    const Millis refresh_ms = config_.reasons_refresh_s * 1000;
     auto explain = [&](Explained& kept, const sched::Pending& pending, std::uint64_t stored) {
       kept.reasons = pending.reasons;
       kept.stored = stored;
       kept.cycle = cycle;
+      kept.current_since = now;
     };
     for (const auto& pending : plan.pending) {
       Explained& kept = explained_[pending.task_id];
@@ -425,6 +441,10 @@ Status ControlPlane::schedule_once() {
         apply_reasons_worded_.fetch_add(1);
         if (same_reasons(live->reasons, pending.reasons)) {
           explain(kept, pending, stored);
+          continue;
+        }
+        if (kept.stored == stored && now - kept.current_since < refresh_ms && same_codes(live->reasons, pending.reasons)) {
+          kept.cycle = cycle;  // the stored words stand, and kept.reasons with them
           continue;
         }
       }

@@ -181,6 +181,15 @@ class ControlPlaneTest : public ::testing::Test {
     return {first[0], second[0]};
   }
 
+  // rg-a's A100 guarantee set to `n` (the fleet applied again with it).
+  void guarantee_a100s(int n) {
+    std::string fleet(kFleet);
+    const std::string four = "gpu/a100: {guaranteed: 4}";
+    ASSERT_NE(fleet.find(four), std::string::npos);
+    fleet.replace(fleet.find(four), four.size(), "gpu/a100: {guaranteed: " + std::to_string(n) + "}");
+    ASSERT_TRUE(apply_fleet(*cp_, parse_fleet_config(fleet).value()).ok());
+  }
+
   Task task(const std::string& id) {
     auto j = cp_->get_task(admin_, id);
     EXPECT_TRUE(j.ok());

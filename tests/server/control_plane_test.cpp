@@ -112,6 +112,45 @@ TEST_F(ControlPlaneTest, AFallbackShapesReasonIsNotWrittenAgainAsTheTaskWaits) {
   EXPECT_EQ(task(second[0]).state, TaskState::Dispatched);
 }
 
+TEST_F(ControlPlaneTest, NewFiguresForTheSameWhyWaitForTheRefresh) {
+  // The waiting task's quota figures move (its group's guarantee goes from 4
+  // to 3 GPUs): the same why, so its stored words stand until they are
+  // reasons_refresh_s (60 s) old; then they are written.
+  const std::string waiting = one_waiting_on_quota().second;
+  const Task explained = task(waiting);
+  ASSERT_EQ(explained.reasons.at(0).code, "quota_exceeded");
+  guarantee_a100s(3);
+  for (int cycle = 0; cycle < 4; ++cycle) {
+    clock_.advance_ms(14'000);
+    ASSERT_TRUE(cp_->schedule_once().ok());
+    const Task now = task(waiting);
+    EXPECT_EQ(now.updated_at, explained.updated_at) << "cycle " << cycle;
+    EXPECT_EQ(now.reasons.at(0).message, explained.reasons.at(0).message);
+  }
+  clock_.advance_ms(5'000);  // 61 s since the words were last the plan's
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  const Task refreshed = task(waiting);
+  EXPECT_EQ(refreshed.updated_at, clock_.now_ms());
+  EXPECT_EQ(refreshed.reasons.at(0).code, "quota_exceeded");
+  EXPECT_NE(refreshed.reasons.at(0).message, explained.reasons.at(0).message);
+}
+
+class NoReasonsRefreshTest : public ControlPlaneTest {
+  void configure(ServerConfig& c) override { c.reasons_refresh_s = 0; }
+};
+
+TEST_F(NoReasonsRefreshTest, NewFiguresAreWrittenAtTheNextCycle) {
+  const std::string waiting = one_waiting_on_quota().second;
+  const Task explained = task(waiting);
+  guarantee_a100s(3);
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  const Task now = task(waiting);
+  EXPECT_EQ(now.updated_at, clock_.now_ms());
+  EXPECT_EQ(now.reasons.at(0).code, "quota_exceeded");
+  EXPECT_NE(now.reasons.at(0).message, explained.reasons.at(0).message);
+}
+
 TEST_F(ControlPlaneTest, ReasonsWrittenBehindTheSchedulersBackAreWrittenAgain) {
   // The apply tells an unchanged explanation by its figures only while the
   // stored words are the ones it left: words another writer put there (same
