@@ -90,22 +90,31 @@ std::string digest_of(const sched::Plan& plan) {
   return d.hex();
 }
 
-// Of the tasks waiting in both of two consecutive cycles' plans, {those
-// whose reasons changed, all}: the server's apply writes a waiting task
-// again only when its reasons changed (Reasons::same_as), so the first is
-// the rows a cycle rewrites for tasks that only wait.
-std::pair<std::size_t, std::size_t> rewritten(const sched::Plan& before, const sched::Plan& after) {
+// Of the tasks waiting in both of two consecutive cycles' plans: all, those
+// whose reasons changed (Reasons::same_as), and of these those whose codes
+// changed (a new why). The server's apply writes a waiting task again when
+// its codes changed, and when only its figures did, at most every
+// reasons_refresh_s (docs/operations.md).
+struct Rewritten {
+  std::size_t both = 0, changed = 0, codes = 0;
+};
+Rewritten rewritten(const sched::Plan& before, const sched::Plan& after) {
   std::unordered_map<std::string_view, const sched::Reasons*> was;
   was.reserve(before.pending.size());
   for (const auto& p : before.pending) was.emplace(p.task_id, &p.reasons);
-  std::size_t changed = 0, both = 0;
+  Rewritten out;
   for (const auto& p : after.pending) {
     auto it = was.find(p.task_id);
     if (it == was.end()) continue;
-    ++both;
-    if (!it->second->same_as(p.reasons)) ++changed;
+    ++out.both;
+    if (it->second->same_as(p.reasons)) continue;
+    ++out.changed;
+    const sched::Reasons& a = *it->second;
+    bool same_codes = a.size() == p.reasons.size();
+    for (std::size_t i = 0; same_codes && i < a.size(); ++i) same_codes = a[i].code == p.reasons[i].code;
+    if (!same_codes) ++out.codes;
   }
-  return {changed, both};
+  return out;
 }
 
 // Nearest rank: the smallest value with at least p of the samples at or below it.
@@ -333,8 +342,8 @@ int run(const Options& o) {
   Millis now = kNow;
   int warm_checked = 0, warm_equal = 0;
   std::vector<double> warm_cycle_ms;
-  std::vector<double> rewritten_share;  // per cycle: changed / waiting in both
-  std::size_t rewritten_max = 0;
+  std::vector<double> rewritten_share, new_why_share;  // per cycle: of the tasks waiting in both
+  std::size_t rewritten_max = 0, new_why_max = 0;
   for (int c = 2; c <= o.cycles; ++c) {
     driver.apply(plan, now);
     now += kCycleInterval;
@@ -342,13 +351,16 @@ int run(const Options& o) {
     digest(cycle_plans, t.plan);
     cycle_ms.push_back(t.ms);
     cycle_cpu_ms.push_back(t.cpu_ms);
-    const auto [changed, both] = rewritten(plan, t.plan);
-    rewritten_share.push_back(both > 0 ? static_cast<double>(changed) / static_cast<double>(both) : 0);
-    rewritten_max = std::max(rewritten_max, changed);
+    const Rewritten r = rewritten(plan, t.plan);
+    const double both = static_cast<double>(std::max<std::size_t>(r.both, 1));
+    rewritten_share.push_back(static_cast<double>(r.changed) / both);
+    new_why_share.push_back(static_cast<double>(r.codes) / both);
+    rewritten_max = std::max(rewritten_max, r.changed);
+    new_why_max = std::max(new_why_max, r.codes);
     std::printf("cycle %2d: queue %7zu  placed %6zu  preempted %4zu  running %7zu  %10.3f ms (cpu %.3f)  "
-                "reasons changed %zu of %zu still waiting\n",
+                "of %zu still waiting, reasons changed %zu, codes %zu\n",
                 c, queue.size(), t.plan.placements.size(), t.plan.preemptions.size(), fleet.snapshot.running.size(),
-                t.ms, t.cpu_ms, changed, both);
+                t.ms, t.cpu_ms, r.both, r.changed, r.codes);
     if (c == 2 || c == o.cycles || c % 10 == 0) {
       Timed w = timed_decide(warm, queue, now);
       ++warm_checked;
@@ -365,9 +377,10 @@ int run(const Options& o) {
               cycle_ms.size(), p50_cycle, p99_cycle, *std::max_element(cycle_ms.begin(), cycle_ms.end()),
               percentile(cycle_cpu_ms, 0.50), percentile(cycle_cpu_ms, 0.99));
   if (!rewritten_share.empty()) {
-    std::printf("waiting tasks written again (their reasons changed since the cycle before): p50 %.1f%%, "
-                "max %zu tasks in a cycle\n",
-                100 * percentile(rewritten_share, 0.5), rewritten_max);
+    std::printf("tasks waiting through a cycle: reasons changed p50 %.1f%% (max %zu tasks), codes changed "
+                "p50 %.1f%% (max %zu tasks)\n",
+                100 * percentile(rewritten_share, 0.5), rewritten_max, 100 * percentile(new_why_share, 0.5),
+                new_why_max);
   }
   // Freed before the latency figures, so that they do not pay for a heap
   // fragmented by the big queue and its plan.
