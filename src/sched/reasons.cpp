@@ -157,6 +157,8 @@ Out pairs_as(const In& items) {
 
 }  // namespace
 
+std::string_view code_of(const QuotaRefusal&) { return kReasonQuota; }
+
 PendingReason word(const QuotaRefusal& f) {
   const auto holders = pairs_as<NamedAmounts>(f.holders), borrowers = pairs_as<NamedAmounts>(f.borrowers);
   return quota(QuotaFigures{f.resource_group, f.resource, f.used, f.requested, f.guaranteed, f.limit, holders,
@@ -299,6 +301,12 @@ Reasons::Shared no_node(const NodeCounts& counts, const Request& request, const 
   return kept_as(std::move(f));
 }
 
+std::string_view code_of(const NoNodeFigures& f) {
+  // Nodes had room for single replicas but no cluster for the whole gang: the
+  // task waits for its gang to fit together, not for a node to exist.
+  return f.counts.fit > 0 && f.replicas > 1 ? kReasonGang : kReasonNoNode;
+}
+
 PendingReason word(const NoNodeFigures& f) {
   const NodeCounts& counts = f.counts;
   const std::vector<std::string>& clusters = f.clusters;
@@ -363,15 +371,14 @@ PendingReason word(const NoNodeFigures& f) {
     en.append("could take a replica, but no cluster has room for all "sv).append(r).append(" replicas together"sv);
     zh.append("可容纳单个副本，但没有一个集群能同时容纳全部 "sv).append(r).append(" 个副本"sv);
   }
-  // Nodes had room for single replicas but no cluster for the whole gang: the
-  // task waits for its gang to fit together, not for a node to exist.
-  bool gang = counts.fit > 0 && f.replicas > 1;
-  return make(gang ? kReasonGang : kReasonNoNode, std::move(en), std::move(zh), std::move(d));
+  return make(code_of(f), std::move(en), std::move(zh), std::move(d));
 }
 
 Reasons::Shared preemption_grace(std::vector<VictimFigure> victims, bool already_stopping) {
   return kept_as(GraceFigures{std::move(victims), already_stopping});
 }
+
+std::string_view code_of(const GraceFigures&) { return kReasonPreemptionGrace; }
 
 PendingReason word(const GraceFigures& f) {
   const std::vector<VictimFigure>& victims = f.victims;
@@ -408,6 +415,8 @@ Reasons::Shared reservation(std::vector<std::string> held_for) {
   return kept_as(ReservationFigures{std::move(held_for)});
 }
 
+std::string_view code_of(const ReservationFigures&) { return kReasonReservation; }
+
 PendingReason word(const ReservationFigures& f) {
   const std::vector<std::string>& held_for = f.held_for;
   json::object d(1);
@@ -423,6 +432,8 @@ Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t pree
   return kept_as(PreemptLaterFigures{std::string(priority_class), preempt_after_s, queued_at});
 }
 
+std::string_view code_of(const PreemptLaterFigures&) { return kReasonPreemptLater; }
+
 PendingReason word(const PreemptLaterFigures& f) {
   const std::string_view priority_class = f.priority_class;
   const std::string after = std::to_string(f.preempt_after_s);
@@ -437,7 +448,7 @@ PendingReason word(const PreemptLaterFigures& f) {
   std::string zh = "优先级 ";
   zh.append(priority_class).append(" 排队 "sv).append(after).append(" 秒后才可抢占，自 "sv);
   zh.append(from).append(" 起"sv);
-  return make("preemption_not_yet", std::move(en), std::move(zh), std::move(d));
+  return make(kReasonPreemptLater, std::move(en), std::move(zh), std::move(d));
 }
 
 Reasons::Shared fallbacks(const Step& step, Millis queued_at, Millis waited_ms) {
@@ -447,6 +458,8 @@ Reasons::Shared fallbacks(const Step& step, Millis queued_at, Millis waited_ms) 
   for (const StepShape& s : step.fallbacks) tried.push_back(waited_ms >= s.after_s * 1000 ? 1 : 0);
   return kept_as(FallbackFigures{step.fallbacks, queued_at, std::move(tried)});
 }
+
+std::string_view code_of(const FallbackFigures&) { return kReasonFallback; }
 
 PendingReason word(const FallbackFigures& f) {
   json::array shapes;

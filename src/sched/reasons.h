@@ -54,6 +54,7 @@ struct BasicQuotaFigures {
 using QuotaFigures = BasicQuotaFigures<std::string_view, NamedAmountsView>;
 using QuotaRefusal = BasicQuotaFigures<std::string, std::vector<std::pair<std::string, std::int64_t>>>;
 PendingReason word(const QuotaRefusal& f);  // reasons::quota of its figures
+std::string_view code_of(const QuotaRefusal& f);
 
 // A quota refusal kept as its figures, worded as quota(f) when first read.
 Reasons::Shared quota_refusal(const QuotaFigures& f);
@@ -102,6 +103,7 @@ struct NoNodeFigures {
 // "no node fits: 12 nodes; 3 in maintenance, 9 lack gpu-type=nvidia-a100-80gb";
 // details {nodes_total, <one key per NodeMisfit>, nodes_fit, replicas, clusters}.
 PendingReason word(const NoNodeFigures& f);
+std::string_view code_of(const NoNodeFigures& f);
 // The same kept as figures, worded when first read.
 Reasons::Shared no_node(const NodeCounts& counts, const Request& request, const ResourceGroup& group,
                         const std::vector<std::string>& clusters);
@@ -121,6 +123,7 @@ struct GraceFigures {
   bool operator==(const GraceFigures&) const = default;
 };
 PendingReason word(const GraceFigures& f);
+std::string_view code_of(const GraceFigures& f);
 Reasons::Shared preemption_grace(std::vector<VictimFigure> victims, bool already_stopping);
 
 // It would fit but for room held for earlier blocked tasks; details {held_for}.
@@ -130,6 +133,7 @@ struct ReservationFigures {
   bool operator==(const ReservationFigures&) const = default;
 };
 PendingReason word(const ReservationFigures& f);
+std::string_view code_of(const ReservationFigures& f);
 Reasons::Shared reservation(std::vector<std::string> held_for);
 
 // The task may preempt but not yet: details {priority_class, preempt_after_s,
@@ -144,6 +148,7 @@ struct PreemptLaterFigures {
   bool operator==(const PreemptLaterFigures&) const = default;
 };
 PendingReason word(const PreemptLaterFigures& f);
+std::string_view code_of(const PreemptLaterFigures& f);
 Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, Millis queued_at);
 
 // Tried fallback shapes too; details {shapes: [{shape, after_s, opens_at,
@@ -157,6 +162,7 @@ struct FallbackFigures {
   bool operator==(const FallbackFigures&) const = default;
 };
 PendingReason word(const FallbackFigures& f);
+std::string_view code_of(const FallbackFigures& f);
 Reasons::Shared fallbacks(const Step& step, Millis queued_at, Millis waited_ms);
 
 // A reason met by fallback shape `shape`: the message says so, details.shape = shape.

@@ -104,6 +104,8 @@ class Reason {
   // The words and details (worded on the first call where kept as figures;
   // safe to call from several threads).
   virtual const PendingReason& worded() const = 0;
+  // Its code; where kept as figures, told by them without wording it.
+  virtual std::string_view code() const { return worded().code; }
   // Whether `other` says the same: by their figures where both are figures
   // of one kind, else by code and English message (the figures are in it).
   virtual bool same_as(const Reason& other) const;
@@ -120,7 +122,8 @@ class WordedReason final : public Reason {
 };
 
 // A reason kept as its figures, worded when first read. `Figures` has
-// operator== and a free function `PendingReason word(const Figures&)`.
+// operator== and free functions `PendingReason word(const Figures&)` and
+// `std::string_view code_of(const Figures&)` (the code word() gives).
 template <class Figures>
 class FiguredReason final : public Reason {
  public:
@@ -137,6 +140,7 @@ class FiguredReason final : public Reason {
     if (worded_.compare_exchange_strong(w, made.get(), std::memory_order_acq_rel)) return *made.release();
     return *w;
   }
+  std::string_view code() const override { return code_of(figures_); }
   bool same_as(const Reason& other) const override {
     if (const auto* o = dynamic_cast<const FiguredReason*>(&other)) return figures_ == o->figures_;
     return Reason::same_as(other);
@@ -225,6 +229,8 @@ inline constexpr std::string_view kReasonGang = "waiting_for_gang";
 inline constexpr std::string_view kReasonStoragePool = "storage_pool";
 // Tried with a fallback shape too (details name the shapes and their waits).
 inline constexpr std::string_view kReasonFallback = "fallback_shapes";
+// Its class may preempt, but only once it has waited preempt_after.
+inline constexpr std::string_view kReasonPreemptLater = "preemption_not_yet";
 
 // A step's GPU count without a type: any GPU node will do, and the plan names
 // the concrete type placed on (Placement::per_replica).

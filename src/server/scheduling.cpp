@@ -58,11 +58,12 @@ bool same_reasons(const std::vector<PendingReason>& a, const sched::Reasons& b) 
   return true;
 }
 
-// The same why: the same codes in the same order, whatever the figures.
+// The same why: the same codes in the same order, whatever the figures
+// (told without wording the plan's reasons, sched::Reason::code).
 bool same_codes(const std::vector<PendingReason>& a, const sched::Reasons& b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].code != b[i].code) return false;
+    if (a[i].code != b.items()[i]->code()) return false;
   }
   return true;
 }
@@ -438,13 +439,13 @@ Status ControlPlane::schedule_once() {
           explain(kept, pending, stored);
           continue;
         }
+        if (kept.stored == stored && now - kept.current_since < refresh_ms && same_codes(live->reasons, pending.reasons)) {
+          kept.cycle = cycle;  // the stored words stand, and kept.reasons with them
+          continue;
+        }
         apply_reasons_worded_.fetch_add(1);
         if (same_reasons(live->reasons, pending.reasons)) {
           explain(kept, pending, stored);
-          continue;
-        }
-        if (kept.stored == stored && now - kept.current_since < refresh_ms && same_codes(live->reasons, pending.reasons)) {
-          kept.cycle = cycle;  // the stored words stand, and kept.reasons with them
           continue;
         }
       }

@@ -120,6 +120,7 @@ TEST_F(ControlPlaneTest, NewFiguresForTheSameWhyWaitForTheRefresh) {
   const Task explained = task(waiting);
   ASSERT_EQ(explained.reasons.at(0).code, "quota_exceeded");
   guarantee_a100s(3);
+  const std::int64_t worded = cp_->apply_reasons_worded();
   for (int cycle = 0; cycle < 4; ++cycle) {
     clock_.advance_ms(14'000);
     ASSERT_TRUE(cp_->schedule_once().ok());
@@ -127,6 +128,8 @@ TEST_F(ControlPlaneTest, NewFiguresForTheSameWhyWaitForTheRefresh) {
     EXPECT_EQ(now.updated_at, explained.updated_at) << "cycle " << cycle;
     EXPECT_EQ(now.reasons.at(0).message, explained.reasons.at(0).message);
   }
+  // Told by the codes alone: nothing was worded meanwhile.
+  EXPECT_EQ(cp_->apply_reasons_worded(), worded);
   clock_.advance_ms(5'000);  // 61 s since the words were last the plan's
   ASSERT_TRUE(cp_->schedule_once().ok());
   const Task refreshed = task(waiting);
