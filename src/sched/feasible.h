@@ -84,6 +84,14 @@ std::string_view misfit_key(NodeMisfit m);
 // Free GPUs: fewer of the count (gpu_capacity minus GPUs in use or held) and
 // of the device indices nobody holds (less the held GPUs, which have none).
 Wide free_gpus(const NodeView& node, const NodeLoad& load, LoadMode mode = LoadMode::kAll);
+
+// Whether one replica of `request` has room in these free cpu, memory and
+// GPUs, by counts alone: a bound for what-ifs that free work by its figures
+// before any fit (work stopping, victims node by node).
+inline bool counts_fit(const Request& request, Wide cpu, Wide memory, Wide gpus) {
+  return (request.cpu <= 0 || cpu >= request.cpu) && (request.memory <= 0 || memory >= request.memory) &&
+         (!request.wants_gpus() || gpus >= request.gpus);
+}
 // The `n` lowest device indices nobody holds; fewer if there are not enough.
 std::vector<int> lowest_free_gpus(const NodeView& node, const NodeLoad& load, std::int64_t n,
                                   LoadMode mode = LoadMode::kAll);

@@ -236,10 +236,7 @@ std::optional<VictimSet> victims_node_by_node(CycleState& state, const TaskConte
       Wide cpu = static_cast<Wide>(node.alloc_cpu) - cpu_in_use(load, LoadMode::kAll);
       Wide memory = static_cast<Wide>(node.alloc_memory) - memory_in_use(load, LoadMode::kAll);
       Wide gpus = free_gpus(node, load, LoadMode::kAll);
-      auto room = [&] {
-        return (request.cpu <= 0 || cpu >= request.cpu) && (request.memory <= 0 || memory >= request.memory) &&
-               (!request.wants_gpus() || gpus >= request.gpus);
-      };
+      auto room = [&] { return counts_fit(request, cpu, memory, gpus); };
       auto free = [&](const OnNode& x, Wide sign) {
         const CycleState::WorkFacts& f = state.facts(pool[x.ranked].victim.work);
         cpu += sign * f.cpu * x.replicas;

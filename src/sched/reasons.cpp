@@ -1,6 +1,7 @@
 #include "sched/reasons.h"
 
 #include "common/clock.h"
+#include "sched/request.h"
 #include "sched/scheduler.h"
 
 namespace cp::sched::reasons {
@@ -408,7 +409,7 @@ PendingReason word(const GraceFigures& f) {
   json::object d(2);
   d.emplace("victims", std::move(list));
   d.emplace("already_stopping", already_stopping);
-  return make(kReasonPreemptionGrace, std::move(en), std::move(zh), std::move(d));
+  return make(code_of(f), std::move(en), std::move(zh), std::move(d));
 }
 
 Reasons::Shared reservation(std::vector<std::string> held_for) {
@@ -425,7 +426,7 @@ PendingReason word(const ReservationFigures& f) {
   en.append(held_for.size() == 1 ? "task " : "tasks ").append(join(held_for, ", ")).append(" so they are not starved"sv);
   std::string zh = "资源已为更早等待的任务 ";
   zh.append(join(held_for, "、")).append(" 预留（防止其饿死），本任务需等待"sv);
-  return make(kReasonReservation, std::move(en), std::move(zh), std::move(d));
+  return make(code_of(f), std::move(en), std::move(zh), std::move(d));
 }
 
 Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t preempt_after_s, Millis queued_at) {
@@ -448,15 +449,18 @@ PendingReason word(const PreemptLaterFigures& f) {
   std::string zh = "优先级 ";
   zh.append(priority_class).append(" 排队 "sv).append(after).append(" 秒后才可抢占，自 "sv);
   zh.append(from).append(" 起"sv);
-  return make(kReasonPreemptLater, std::move(en), std::move(zh), std::move(d));
+  return make(code_of(f), std::move(en), std::move(zh), std::move(d));
 }
 
-Reasons::Shared fallbacks(const Step& step, Millis queued_at, Millis waited_ms) {
+Reasons::Shared fallbacks(const Task& task, Millis waited_ms) {
   // Made for every waiting task with fallbacks (its wait is its own).
+  const std::vector<StepShape>& shapes = task.step.fallbacks;
   std::vector<char> tried;
-  tried.reserve(step.fallbacks.size());
-  for (const StepShape& s : step.fallbacks) tried.push_back(waited_ms >= s.after_s * 1000 ? 1 : 0);
-  return kept_as(FallbackFigures{step.fallbacks, queued_at, std::move(tried)});
+  tried.reserve(shapes.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    tried.push_back(shape_open(task, static_cast<int>(i + 1), waited_ms) ? 1 : 0);
+  }
+  return kept_as(FallbackFigures{shapes, task.queued_at, std::move(tried)});
 }
 
 std::string_view code_of(const FallbackFigures&) { return kReasonFallback; }
@@ -494,7 +498,7 @@ PendingReason word(const FallbackFigures& f) {
   }
   json::object d(1);
   d.emplace("shapes", std::move(shapes));
-  return make(kReasonFallback, std::move(en), std::move(zh), std::move(d));
+  return make(code_of(f), std::move(en), std::move(zh), std::move(d));
 }
 
 PendingReason for_shape(PendingReason reason, int shape) {

@@ -153,8 +153,8 @@ Reasons::Shared preempt_later(std::string_view priority_class, std::int64_t pree
 
 // Tried fallback shapes too; details {shapes: [{shape, after_s, opens_at,
 // tried, resources}]}. Kept as the step's fallback shapes, when the task was
-// queued and which shapes are open (`waited_ms`, as shape_open counts it),
-// worded when first read; with the moment each opens, as above.
+// queued and which shapes are open after `waited_ms` (shape_open), worded
+// when first read; with the moment each opens, as above.
 struct FallbackFigures {
   std::vector<StepShape> shapes;
   Millis queued_at = 0;
@@ -163,7 +163,7 @@ struct FallbackFigures {
 };
 PendingReason word(const FallbackFigures& f);
 std::string_view code_of(const FallbackFigures& f);
-Reasons::Shared fallbacks(const Step& step, Millis queued_at, Millis waited_ms);
+Reasons::Shared fallbacks(const Task& task, Millis waited_ms);
 
 // A reason met by fallback shape `shape`: the message says so, details.shape = shape.
 PendingReason for_shape(PendingReason reason, int shape);

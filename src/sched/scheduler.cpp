@@ -256,7 +256,7 @@ class Cycle {
     // Clusters that are down might have taken the task: say so too.
     for (const auto& r : c.clusters->offline) why.add(r);
     if (f.blocked != Blocked::kNo) blocked(c, f, why);
-    if (!c.task->step.fallbacks.empty()) why.add(reasons::fallbacks(c.task->step, c.task->queued_at, c.waited_ms));
+    if (!c.task->step.fallbacks.empty()) why.add(reasons::fallbacks(*c.task, c.waited_ms));
   }
 
   // The task is short of quota or nodes. In this order, the first that applies:
@@ -446,15 +446,11 @@ class Cycle {
       if (!std::binary_search(usable.begin(), usable.end(), v.cluster_id())) continue;
       if (static_misfit(v, *c.group, r)) continue;
       const NodeLoad& load = state_.load(x.node);
-      if (r.cpu > 0 && static_cast<Wide>(v.alloc_cpu) - cpu_in_use(load, LoadMode::kAll) + x.cpu < r.cpu) continue;
-      if (r.memory > 0 &&
-          static_cast<Wide>(v.alloc_memory) - memory_in_use(load, LoadMode::kAll) + x.memory < r.memory) {
-        continue;
+      if (counts_fit(r, static_cast<Wide>(v.alloc_cpu) - cpu_in_use(load, LoadMode::kAll) + x.cpu,
+                     static_cast<Wide>(v.alloc_memory) - memory_in_use(load, LoadMode::kAll) + x.memory,
+                     static_cast<Wide>(v.gpu_capacity) - gpus_in_use(load, LoadMode::kAll) + x.gpus)) {
+        return true;
       }
-      if (r.wants_gpus() && static_cast<Wide>(v.gpu_capacity) - gpus_in_use(load, LoadMode::kAll) + x.gpus < r.gpus) {
-        continue;
-      }
-      return true;
     }
     return false;
   }

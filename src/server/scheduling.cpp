@@ -435,13 +435,15 @@ Status ControlPlane::schedule_once() {
       const bool written_here = tx.wrote_task(pending.task_id);
       if (live != nullptr && !written_here && live->state == TaskState::Queued) {
         const std::uint64_t stored = stored_words(live->reasons);
-        if (kept.stored == stored && kept.reasons.same_as(pending.reasons)) {
-          explain(kept, pending, stored);
-          continue;
-        }
-        if (kept.stored == stored && now - kept.current_since < refresh_ms && same_codes(live->reasons, pending.reasons)) {
-          kept.cycle = cycle;  // the stored words stand, and kept.reasons with them
-          continue;
+        if (kept.stored == stored) {
+          if (kept.reasons.same_as(pending.reasons)) {
+            explain(kept, pending, stored);
+            continue;
+          }
+          if (now - kept.current_since < refresh_ms && same_codes(live->reasons, pending.reasons)) {
+            kept.cycle = cycle;  // the stored words stand, and kept.reasons with them
+            continue;
+          }
         }
         apply_reasons_worded_.fetch_add(1);
         if (same_reasons(live->reasons, pending.reasons)) {

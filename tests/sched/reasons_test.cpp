@@ -51,8 +51,7 @@ TEST(ReasonsTest, AReasonKeptAsFiguresTellsTheCodeOfItsWords) {
   expect_code(reasons::preemption_grace({{"a1", "t9", "priority"}}, false), kReasonPreemptionGrace);
   expect_code(reasons::reservation({"t0"}), kReasonReservation);
   expect_code(reasons::preempt_later("urgent", 600, 1'000'000), kReasonPreemptLater);
-  const Task t = gang_of(1);
-  expect_code(reasons::fallbacks(t.step, t.queued_at, 0), kReasonFallback);
+  expect_code(reasons::fallbacks(gang_of(1), 0), kReasonFallback);
 }
 
 }  // namespace

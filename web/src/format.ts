@@ -175,6 +175,8 @@ export function formatReason(r: PendingReason, lang: Lang = 'en', now: number = 
   const zh = lang === 'zh-CN';
   const d = r.details ?? {};
   const fallback = zh && r.message_zh ? r.message_zh : r.message || r.code;
+  // The time to go until a moment the server named, or "now" once it has passed.
+  const until = (at: number) => (at > now ? formatRelative(at, now, lang) : zh ? '现在' : 'now');
   switch (r.code) {
     case 'quota_exceeded': {
       const res = str(d.resource);
@@ -245,7 +247,7 @@ export function formatReason(r: PendingReason, lang: Lang = 'en', now: number = 
       const after = num(d.preempt_after_s);
       if (Number.isNaN(at) || Number.isNaN(after)) return fallback;
       const cls = str(d.priority_class);
-      const when = at > now ? formatRelative(at, now, lang) : (zh ? '现在' : 'now');
+      const when = until(at);
       return zh
         ? `优先级 ${cls} 排队 ${formatDuration(after, lang)} 后才可抢占：${when}。`
         : `Priority class ${cls} may preempt after ${formatDuration(after, lang)} in the queue: ${when}.`;
@@ -258,7 +260,7 @@ export function formatReason(r: PendingReason, lang: Lang = 'en', now: number = 
         if (s.tried === true) return zh ? `${what}（已尝试）` : `${what} (tried)`;
         const at = Date.parse(str(s.opens_at));
         if (Number.isNaN(at)) return what;
-        return `${what}${zh ? '（' : ' ('}${at > now ? formatRelative(at, now, lang) : (zh ? '现在' : 'now')}${zh ? '）' : ')'}`;
+        return `${what}${zh ? '（' : ' ('}${until(at)}${zh ? '）' : ')'}`;
       });
       return zh ? `备选规格：${parts.join('；')}。` : `Fallback shapes: ${parts.join('; ')}.`;
     }
