@@ -94,6 +94,9 @@ class QuotaBook {
 
   // What the group holds of `resource` above its guarantee (0 when none).
   Wide borrowed(std::string_view group, std::string_view resource) const;
+  // Appends to `out` every resource of which the group holds above its
+  // guarantee (borrowed() > 0), as views of the book's names.
+  void borrowed_resources(std::string_view group, std::vector<std::string_view>& out) const;
   // Every limited resource of `per_replica` where the group would go above
   // its guarantee by taking `replicas` more.
   std::vector<std::string> would_borrow(std::string_view group, const Resources& per_replica, int replicas) const;

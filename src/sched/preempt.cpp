@@ -116,9 +116,30 @@ std::vector<Ranked> candidates(CycleState& state, const TaskContext& c, const Re
     }
   }
   // Reclaim takes back from another group of the task's cohort (a work of a
-  // group the snapshot does not know is of no cohort).
+  // group the snapshot does not know is of no cohort), and only from one
+  // that borrows something the request asks for: those groups are found
+  // once, from the quota, so that a walk passes over the works of the others
+  // (a search finds few such groups, often none, and then its walk stops
+  // at the first work it may not preempt by priority).
+  boost::container::small_vector<const ResourceGroup*, 8> takers;
+  if (reclaim_ok) {
+    std::vector<std::string_view> held;
+    for (const ResourceGroup* g : state.quota_scope_groups(*c.group)) {
+      if (g == c.group) continue;
+      held.clear();
+      state.quota().borrowed_resources(g->name, held);
+      if (std::any_of(held.begin(), held.end(), [&](std::string_view name) {
+            return request.per_replica().get(name) > 0 || (name.starts_with(kGpuPrefix) && request.any_gpu());
+          })) {
+        takers.push_back(g);
+      }
+    }
+    // Nothing to reclaim: a walk stops at the first work it may not preempt.
+    if (takers.empty()) reclaim_ok = false;
+  }
+  if (!reclaim_ok && !priority_ok) return {};
   auto reclaim_from = [&](const ResourceGroup* g) {
-    return g != nullptr && g != c.group && !c.group->cohort.empty() && g->cohort == c.group->cohort;
+    return g != nullptr && std::find(takers.begin(), takers.end(), g) != takers.end();
   };
   std::vector<Ranked> ranked;
   // The cheap questions first, from the work's facts; the work itself, and

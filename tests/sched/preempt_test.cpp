@@ -78,6 +78,30 @@ TEST_F(PreemptTest, WorkWithinItsOwnGuaranteeIsNotReclaimed) {
   EXPECT_EQ(reason_code(plan, "a1"), kReasonNoNode);
 }
 
+TEST_F(PreemptTest, ReclaimTakesBackOnlyWhatTheTaskAsksFor) {
+  // rg-b holds its GPUs within its guarantee but borrows cpu (4 of a
+  // guarantee of 1): a task of rg-a that asks for no cpu has nothing to
+  // take back; one that asks for cpu takes back work holding it.
+  group("rg-a", "gpu/nvidia-a100-80gb:8", {"c1"});
+  group("rg-b", "gpu/nvidia-a100-80gb:16,cpu:1", {"c1"});
+  fleet.borrow("rg-a", std::string(kA100), "16", "shared");
+  fleet.borrow("rg-b", std::string(kA100), "16", "shared");
+  fleet.borrow("rg-b", "cpu", "8", "shared");
+  batch("b1", "n1", "cpu:2,gpu/nvidia-a100-80gb:8").started_at = kT0 - 10 * kMinute;
+  batch("b2", "n2", "cpu:2,gpu/nvidia-a100-80gb:8").started_at = kT0 - 5 * kMinute;
+  queue.task("gpus-only", "rg-a", "gpu/nvidia-a100-80gb:8").priority_class("batch", 100);
+  Plan plan = run();
+  EXPECT_TRUE(plan.preemptions.empty()) << describe(plan);
+  EXPECT_EQ(reason_code(plan, "gpus-only"), kReasonNoNode);
+
+  queue.tasks.clear();
+  queue.task("with-cpu", "rg-a", "cpu:1,gpu/nvidia-a100-80gb:8").priority_class("batch", 100);
+  plan = run();
+  EXPECT_EQ(victims(plan), std::vector<std::string>{"b2"}) << describe(plan);
+  ASSERT_EQ(plan.preemptions.size(), 1u);
+  EXPECT_EQ(plan.preemptions.front().kind, "reclaim");
+}
+
 TEST_F(PreemptTest, PriorityPreemptsOnlyAfterTheConfiguredWait) {
   group("rg-b", "gpu/nvidia-a100-80gb:32", {"c1"});
   batch("b1", "n1");
