@@ -516,8 +516,19 @@ void CycleState::commit(const Task& task, const Placement& placement) {
 void CycleState::commit(const Task& task, const ResourceGroup* g, ProjectId project, const Placement& placement) {
   changed_quota(g);
   ++changes_;  // the nodes' change, as changed_nodes counts it
-  quota_.add(task.resource_group, placement.per_replica, static_cast<std::int64_t>(placement.placements.size()),
-             task.project_group);
+  const auto replicas = static_cast<std::int64_t>(placement.placements.size());
+  // The shape's own resources, where they are what is charged: kept by
+  // reference, not copied for the book.
+  const std::vector<StepShape>& fallbacks = task.step.fallbacks;
+  const auto shape = static_cast<std::size_t>(placement.shape);
+  const Resources* asked = shape == 0                ? &task.step.resources
+                           : shape <= fallbacks.size() ? &fallbacks[shape - 1].resources
+                                                       : nullptr;
+  if (asked != nullptr && *asked == placement.per_replica) {
+    quota_.add_kept(task.resource_group, *asked, replicas, task.project_group);
+  } else {
+    quota_.add(task.resource_group, placement.per_replica, replicas, task.project_group);
+  }
   // Each replica's node looked up once: its buckets, then its load.
   for (const auto& p : placement.placements) {
     auto i = node_index(placement.cluster_id, p.node);

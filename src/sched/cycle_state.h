@@ -310,7 +310,10 @@ class CycleState final : public LoadView {
 
   // Charges a placement to its group and its nodes. `group` and `project`,
   // where the caller has them (state.group(task.resource_group) and
-  // project(task.project_group)), spare looking them up again.
+  // project(task.project_group)), spare looking them up again. The task
+  // must outlive the cycle: the quota book keeps views of its project group
+  // and, where the placement charges what the task's shape asks as it is
+  // (no "gpu/any" resolved), of that shape's resources.
   void commit(const Task& task, const Placement& placement);
   void commit(const Task& task, const ResourceGroup* group, ProjectId project, const Placement& placement);
   // Holds room for a blocked task: on the placement's nodes (when it has
