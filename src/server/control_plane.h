@@ -249,6 +249,17 @@ class ControlPlane {
   // Waiting tasks whose reasons the applies told apart by their words (the
   // rest by their figures, without wording them; for the tests).
   std::int64_t apply_reasons_worded() const { return apply_reasons_worded_.load(); }
+  // What the last scheduling cycle did, and how long each part took (the
+  // debug log says the same; for the benchmarks and tests).
+  struct CycleStats {
+    std::size_t queued = 0, running = 0, placed = 0, preempted = 0, waiting = 0;
+    std::int64_t reasons_written = 0;  // waiting tasks whose stored reasons the apply wrote
+    double load_ms = 0, decide_ms = 0, apply_ms = 0;
+  };
+  CycleStats last_cycle() const {
+    std::lock_guard lock(last_cycle_mu_);
+    return last_cycle_;
+  }
   // Marks silent clusters offline and their attempts Lost; expires credentials.
   Status check_liveness();
   // One retention pass (see ServerConfig); what it removed. `more` when a
@@ -363,6 +374,8 @@ class ControlPlane {
   std::atomic<std::int64_t> warm_check_failures_{0};
   std::atomic<std::int64_t> apply_task_reads_{0};
   std::atomic<std::int64_t> apply_reasons_worded_{0};
+  mutable std::mutex last_cycle_mu_;
+  CycleStats last_cycle_;
   // Per waiting task, what the last apply left it with: the plan's reasons
   // (figures, where a reason keeps them) and a hash of the words stored. The
   // next apply tells an unchanged explanation by these, without wording it.

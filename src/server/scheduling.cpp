@@ -225,6 +225,10 @@ Status ControlPlane::schedule_once() {
   }));
   if (loaded.queue.empty()) {
     explained_.clear();  // nothing waits
+    std::lock_guard lock(last_cycle_mu_);
+    last_cycle_ = CycleStats{};
+    last_cycle_.running = live_work_.attempt_count();
+    last_cycle_.load_ms = std::chrono::duration<double, std::milli>(Steady::now() - t0).count();
     return {};
   }
   const auto t1 = Steady::now();
@@ -254,24 +258,41 @@ Status ControlPlane::schedule_once() {
     plan = warm_schedule_.sync(std::move(loaded.snapshot), scheduler_nodes_, live_work_).decide(loaded.queue, now);
   }
   const auto t2 = Steady::now();
+  // Waiting tasks whose stored reasons the apply wrote (counted again if
+  // the store runs its body again).
+  std::int64_t reasons_written = 0;
+  // Kept and logged however the cycle ends.
   struct LogTimes {
+    ControlPlane& control;
     Steady::time_point t0, t1, t2;
     std::int64_t rows_read;
     std::size_t running;
     const WarmSchedule::Stats& warm;
     const Loaded& loaded;
     const sched::Plan& plan;
+    const std::int64_t& reasons_written;
     ~LogTimes() {
       auto ms = [](auto d) { return std::chrono::duration<double, std::milli>(d).count(); };
+      CycleStats s;
+      s.queued = loaded.queue.size();
+      s.running = running;
+      s.placed = plan.placements.size();
+      s.preempted = plan.preemptions.size();
+      s.waiting = plan.pending.size();
+      s.reasons_written = reasons_written;
+      s.load_ms = ms(t1 - t0);
+      s.decide_ms = ms(t2 - t1);
+      s.apply_ms = ms(Steady::now() - t2);
       spdlog::debug(
           "cycle: {} queued, {} running: load {:.1f} ms ({} rows read), decide {:.1f} ms ({} builds, {} work and {} node "
-          "deltas so far), apply {:.1f} ms; {} placed",
-          loaded.queue.size(), running, ms(t1 - t0), rows_read, ms(t2 - t1), warm.builds, warm.work_deltas,
-          warm.node_deltas,
-          ms(Steady::now() - t2), plan.placements.size());
+          "deltas so far), apply {:.1f} ms; {} placed, {} waiting tasks' reasons written",
+          s.queued, s.running, s.load_ms, rows_read, s.decide_ms, warm.builds, warm.work_deltas, warm.node_deltas,
+          s.apply_ms, s.placed, s.reasons_written);
+      std::lock_guard lock(control.last_cycle_mu_);
+      control.last_cycle_ = s;
     }
-  } log_times{t0, t1, t2, live_work_.stats().rows_read, live_work_.attempt_count(), warm_schedule_.stats(), loaded,
-                    plan};
+  } log_times{*this, t0, t1, t2, live_work_.stats().rows_read, live_work_.attempt_count(), warm_schedule_.stats(),
+              loaded, plan, reasons_written};
   if (plan.placements.empty() && plan.preemptions.empty() && plan.pending.empty()) return {};
 
   // No retry loop here: Store::write already runs the whole body again, a
@@ -289,6 +310,7 @@ Status ControlPlane::schedule_once() {
   CP_TRY(store_.write([&](Tx& tx) -> Status {
     clusters_to_wake.clear();
     written.clear();
+    reasons_written = 0;
     if (journal != nullptr) tx.keep_written(&written);
     std::unique_ptr<internal::Holdings> held;
     if (!plan.placements.empty()) {
@@ -463,6 +485,7 @@ Status ControlPlane::schedule_once() {
         t->reasons = pending.reasons.copied();
         t->updated_at = now;
         CP_TRY(tx.update_task(*t));
+        ++reasons_written;
       }
       explain(kept, pending, stored_words(t->reasons));
     }

@@ -127,6 +127,9 @@ TEST_F(ControlPlaneTest, NewFiguresForTheSameWhyWaitForTheRefresh) {
     const Task now = task(waiting);
     EXPECT_EQ(now.updated_at, explained.updated_at) << "cycle " << cycle;
     EXPECT_EQ(now.reasons.at(0).message, explained.reasons.at(0).message);
+    const ControlPlane::CycleStats s = cp_->last_cycle();
+    EXPECT_EQ(s.waiting, 1u) << "cycle " << cycle;
+    EXPECT_EQ(s.reasons_written, 0) << "cycle " << cycle;
   }
   // Told by the codes alone: nothing was worded meanwhile.
   EXPECT_EQ(cp_->apply_reasons_worded(), worded);
@@ -134,6 +137,13 @@ TEST_F(ControlPlaneTest, NewFiguresForTheSameWhyWaitForTheRefresh) {
   ASSERT_TRUE(cp_->schedule_once().ok());
   const Task refreshed = task(waiting);
   EXPECT_EQ(refreshed.updated_at, clock_.now_ms());
+  const ControlPlane::CycleStats s = cp_->last_cycle();
+  EXPECT_EQ(s.queued, 1u);
+  EXPECT_EQ(s.placed, 0u);
+  EXPECT_EQ(s.waiting, 1u);
+  EXPECT_EQ(s.reasons_written, 1);
+  EXPECT_GE(s.load_ms, 0);
+  EXPECT_GE(s.apply_ms, 0);
   EXPECT_EQ(refreshed.reasons.at(0).code, "quota_exceeded");
   EXPECT_NE(refreshed.reasons.at(0).message, explained.reasons.at(0).message);
 }
