@@ -49,6 +49,13 @@ struct ServerConfig {
   // (used quota, who holds the room) is written again at most this often;
   // a change of codes is written at the next cycle. 0: at every change.
   std::int64_t reasons_refresh_s = 60;
+  // Of those figures past reasons_refresh_s, at most this many are written
+  // a cycle, first the first the cycle tried; the others at the next
+  // cycles. A long queue's counts move together (a quota change moves every
+  // waiting task's), and one transaction writing all of them would hold
+  // the store's writer for seconds (docs/benchmarks.md, "Server cycle").
+  // 0: no limit.
+  std::int64_t reasons_refresh_per_cycle = 10'000;
   // Retention (run_retention): what is older than its age goes, on a thread
   // of its own every retention_interval_s, at most retention_batch of each
   // kind a pass, in transactions of at most 100 tasks or 1,000 events, so a

@@ -30,6 +30,7 @@ struct ServerSpec {
   int reservations_per_group = 1;
   int max_victims = 64;
   std::int64_t reasons_refresh_s = 60;
+  std::int64_t reasons_refresh_per_cycle = 10'000;
   std::int64_t tmp_retention_s = 7 * 86400;
   std::int64_t log_retention_s = 30 * 86400;
   std::int64_t event_retention_s = 90 * 86400;
@@ -46,7 +47,7 @@ struct ServerSpec {
 };
 BOOST_DESCRIBE_STRUCT(ServerSpec, (),
                       (listen, store, objects, web_root, log_level, http_threads, lease_ttl_s, lost_after_s, credential_ttl_s,
-                       fair_share, reservations_per_group, max_victims, reasons_refresh_s, tmp_retention_s, log_retention_s,
+                       fair_share, reservations_per_group, max_victims, reasons_refresh_s, reasons_refresh_per_cycle, tmp_retention_s, log_retention_s,
                        event_retention_s, task_retention_s, alert_webhooks, alert_emails, smtp_url, smtp_from,
                        queue_wait_alert_s, cluster_offline_for_s, node_not_ready_for_s, external_url))
 
@@ -129,6 +130,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       fleet.server.control.reservations_per_group = sd.spec.reservations_per_group;
       fleet.server.control.max_victims = sd.spec.max_victims;
       fleet.server.control.reasons_refresh_s = sd.spec.reasons_refresh_s;
+      fleet.server.control.reasons_refresh_per_cycle = sd.spec.reasons_refresh_per_cycle;
       fleet.server.control.tmp_retention_s = sd.spec.tmp_retention_s;
       fleet.server.control.log_retention_s = sd.spec.log_retention_s;
       fleet.server.control.event_retention_s = sd.spec.event_retention_s;
@@ -208,6 +210,10 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       }
       if (sd.spec.reasons_refresh_s < 0 || sd.spec.reasons_refresh_s > 3600) {
         return in_document(i, errors::invalid("spec.reasons_refresh_s", "must be 0..3600", "应为 0..3600"));
+      }
+      if (sd.spec.reasons_refresh_per_cycle < 0 || sd.spec.reasons_refresh_per_cycle > 1'000'000) {
+        return in_document(i, errors::invalid("spec.reasons_refresh_per_cycle", "must be 0..1000000",
+                                              "应为 0..1000000"));
       }
     } else if (kind == "Cluster") {
       ClusterDoc cd;

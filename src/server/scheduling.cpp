@@ -311,6 +311,8 @@ Status ControlPlane::schedule_once() {
     clusters_to_wake.clear();
     written.clear();
     reasons_written = 0;
+    // New figures past reasons_refresh_s that may still be written (-1: any number).
+    std::int64_t refreshes_left = config_.reasons_refresh_per_cycle > 0 ? config_.reasons_refresh_per_cycle : -1;
     if (journal != nullptr) tx.keep_written(&written);
     std::unique_ptr<internal::Holdings> held;
     if (!plan.placements.empty()) {
@@ -435,7 +437,9 @@ Status ControlPlane::schedule_once() {
     // words stand until they are reasons_refresh_s old: under a busy fleet
     // most waiting tasks' counts move at every cycle (used quota, who holds
     // the room), and writing each of them every cycle would be most of the
-    // store's work. A different why is written at once.
+    // store's work. Then at most reasons_refresh_per_cycle of them are
+    // written, in the plan's order (the first tried first); the others
+    // stand until a later cycle. A different why is written at once.
     // A write since that snapshot that left the task queued with other
     // reasons is caught at the next cycle, when the copy has caught up.
     //
@@ -462,9 +466,13 @@ Status ControlPlane::schedule_once() {
             explain(kept, pending, stored);
             continue;
           }
-          if (now - kept.current_since < refresh_ms && same_codes(live->reasons, pending.reasons)) {
-            kept.cycle = cycle;  // the stored words stand, and kept.reasons with them
-            continue;
+          if (now - kept.current_since < refresh_ms || refreshes_left == 0) {
+            if (same_codes(live->reasons, pending.reasons)) {
+              kept.cycle = cycle;  // the stored words stand, and kept.reasons with them
+              continue;
+            }
+          } else if (refreshes_left > 0 && same_codes(live->reasons, pending.reasons)) {
+            --refreshes_left;  // a refresh: asked below by the words
           }
         }
         apply_reasons_worded_.fetch_add(1);

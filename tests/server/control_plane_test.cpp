@@ -148,6 +148,41 @@ TEST_F(ControlPlaneTest, NewFiguresForTheSameWhyWaitForTheRefresh) {
   EXPECT_NE(refreshed.reasons.at(0).message, explained.reasons.at(0).message);
 }
 
+class OneRefreshPerCycleTest : public ControlPlaneTest {
+  void configure(ServerConfig& c) override { c.reasons_refresh_per_cycle = 1; }
+};
+
+TEST_F(OneRefreshPerCycleTest, NewFiguresPastTheRefreshAreWrittenAFewEachCycle) {
+  // Two tasks wait on quota; the guarantee moves, so both have new figures
+  // under the same codes. Past reasons_refresh_s, one is written a cycle:
+  // the one the cycle tried first, then the other.
+  const std::string first = one_waiting_on_quota().second;
+  const auto second = submit(alice_, pipeline_yaml("pa", 2));
+  ASSERT_EQ(second.size(), 1u);
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  const Task first_explained = task(first);
+  const Task second_explained = task(second[0]);
+  ASSERT_EQ(first_explained.reasons.at(0).code, "quota_exceeded");
+  ASSERT_EQ(second_explained.reasons.at(0).code, "quota_exceeded");
+  guarantee_a100s(3);
+  clock_.advance_ms(61'000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  EXPECT_EQ(cp_->last_cycle().waiting, 2u);
+  EXPECT_EQ(cp_->last_cycle().reasons_written, 1);
+  EXPECT_EQ(task(first).updated_at, clock_.now_ms());
+  EXPECT_NE(task(first).reasons.at(0).message, first_explained.reasons.at(0).message);
+  EXPECT_EQ(task(second[0]).updated_at, second_explained.updated_at);
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  EXPECT_EQ(cp_->last_cycle().reasons_written, 1);
+  EXPECT_EQ(task(second[0]).updated_at, clock_.now_ms());
+  EXPECT_NE(task(second[0]).reasons.at(0).message, second_explained.reasons.at(0).message);
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  EXPECT_EQ(cp_->last_cycle().reasons_written, 0);
+}
+
 class NoReasonsRefreshTest : public ControlPlaneTest {
   void configure(ServerConfig& c) override { c.reasons_refresh_s = 0; }
 };

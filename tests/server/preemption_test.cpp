@@ -452,28 +452,34 @@ TEST_F(PreemptionTest, AStopReportedByTheAgentIsNotEndedByTheServer) {
 }
 
 TEST(SchedulerSettingsTest, TheServerDocumentSetsTheSchedulerKnobs) {
-  // fair_share, reservations_per_group, max_victims and reasons_refresh_s are
-  // read from the Server document, and checked.
+  // fair_share, reservations_per_group, max_victims, reasons_refresh_s and
+  // reasons_refresh_per_cycle are read from the Server document, and checked.
   auto fleet = parse_fleet_config(
       "apiVersion: cubeplane/v1\nkind: Server\nspec: {fair_share: false, reservations_per_group: 0, "
-      "max_victims: 3, reasons_refresh_s: 0}\n");
+      "max_victims: 3, reasons_refresh_s: 0, reasons_refresh_per_cycle: 0}\n");
   ASSERT_TRUE(fleet.ok()) << fleet.error().message;
   EXPECT_FALSE(fleet->server.control.fair_share);
   EXPECT_EQ(fleet->server.control.reservations_per_group, 0);
   EXPECT_EQ(fleet->server.control.max_victims, 3);
   EXPECT_EQ(fleet->server.control.reasons_refresh_s, 0);
+  EXPECT_EQ(fleet->server.control.reasons_refresh_per_cycle, 0);
   auto defaults = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {}\n");
   ASSERT_TRUE(defaults.ok());
   EXPECT_TRUE(defaults->server.control.fair_share);
   EXPECT_EQ(defaults->server.control.reservations_per_group, 1);
   EXPECT_EQ(defaults->server.control.max_victims, 64);
   EXPECT_EQ(defaults->server.control.reasons_refresh_s, 60);
+  EXPECT_EQ(defaults->server.control.reasons_refresh_per_cycle, 10'000);
   auto bad = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {max_victims: 0}\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("spec.max_victims"), std::string::npos) << bad.error().message;
   auto stale = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {reasons_refresh_s: 3601}\n");
   ASSERT_FALSE(stale.ok());
   EXPECT_NE(stale.error().message.find("spec.reasons_refresh_s"), std::string::npos) << stale.error().message;
+  auto negative = parse_fleet_config("apiVersion: cubeplane/v1\nkind: Server\nspec: {reasons_refresh_per_cycle: -1}\n");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.error().message.find("spec.reasons_refresh_per_cycle"), std::string::npos)
+      << negative.error().message;
 }
 
 }  // namespace
