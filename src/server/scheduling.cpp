@@ -455,6 +455,16 @@ Status ControlPlane::schedule_once() {
       kept.cycle = cycle;
       kept.current_since = now;
     };
+    // The tasks whose words may be written, found first; those that must be
+    // read from the store are then read 1,000 at a time (one statement, not
+    // a read each: a round trip each on PostgreSQL), each thousand's writes
+    // held and sent together.
+    struct ToWrite {
+      const sched::Pending* pending;
+      Explained* kept;
+      const Task* task;  // as stored: the live copy, or (nullptr until then) read below
+    };
+    std::vector<ToWrite> to_write;
     for (const auto& pending : plan.pending) {
       Explained& kept = explained_[pending.task_id];
       const Task* live = live_work_.task(pending.task_id);
@@ -481,21 +491,44 @@ Status ControlPlane::schedule_once() {
           continue;
         }
       }
-      std::optional<Task> t;
       if (live_is_stored && !written_here) {
-        if (live != nullptr) t = *live;
+        if (live != nullptr) to_write.push_back({&pending, &kept, live});
       } else {
-        apply_task_reads_.fetch_add(1);
-        CP_ASSIGN(t, tx.get_task(pending.task_id));
+        to_write.push_back({&pending, &kept, nullptr});
       }
-      if (!t || t->state != TaskState::Queued) continue;
-      if (!same_reasons(t->reasons, pending.reasons)) {
-        t->reasons = pending.reasons.copied();
-        t->updated_at = now;
-        CP_TRY(tx.update_task(*t));
+    }
+    constexpr std::size_t kChunk = 1000;
+    std::vector<std::string> ids;
+    for (std::size_t from = 0; from < to_write.size(); from += kChunk) {
+      const std::span<ToWrite> chunk(to_write.data() + from, std::min(kChunk, to_write.size() - from));
+      ids.clear();
+      for (const ToWrite& w : chunk) {
+        if (w.task == nullptr) ids.push_back(w.pending->task_id);
+      }
+      std::vector<Task> read;
+      if (!ids.empty()) {
+        apply_task_reads_.fetch_add(static_cast<std::int64_t>(ids.size()));
+        CP_ASSIGN(read, tx.get_tasks(ids));
+        std::unordered_map<std::string_view, const Task*> by_id;
+        for (const Task& t : read) by_id.emplace(t.id, &t);
+        for (ToWrite& w : chunk) {
+          if (w.task != nullptr) continue;
+          if (auto it = by_id.find(w.pending->task_id); it != by_id.end()) w.task = it->second;
+        }
+      }
+      for (const auto& [pending, kept, stored] : chunk) {
+        if (stored == nullptr || stored->state != TaskState::Queued) continue;  // gone, or no longer waiting
+        if (same_reasons(stored->reasons, pending->reasons)) {
+          explain(*kept, *pending, stored_words(stored->reasons));
+          continue;
+        }
+        Task t = *stored;
+        t.reasons = pending->reasons.copied();
+        t.updated_at = now;
+        CP_TRY(tx.update_task(t));
         ++reasons_written;
+        explain(*kept, *pending, stored_words(t.reasons));
       }
-      explain(kept, pending, stored_words(t->reasons));
     }
     return {};
   }));
