@@ -36,6 +36,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "../common/server_bench.h"
 #include "objstore/object_store.h"
 #include "server/control_plane.h"
 #include "server/fleet_config.h"
@@ -45,20 +46,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-template <class T>
-T must(cp::Result<T> r, const char* what) {
-  if (!r.ok()) {
-    std::fprintf(stderr, "ERROR %s: %s\n", what, r.error().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(r).value();
-}
-void must(const cp::Status& s, const char* what) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "ERROR %s: %s\n", what, s.error().to_string().c_str());
-    std::exit(1);
-  }
-}
+using cp::bench::must;
 
 struct Shape {
   int tasks = 100'000;
@@ -120,7 +108,6 @@ void write_queue(cp::Store& store, const Shape& s, cp::Millis now) {
              step.resources = cp::Resources::parse_or_die("cpu:" + std::to_string(cpus(rng)) +
                                                          ",memory:" + std::to_string(gib(rng)) + "Gi");
              p.steps = {step};
-             CP_TRY(tx.insert_pipeline(p));
              cp::Task t;
              t.id = cp::new_id("t", at);
              t.pipeline_id = p.id;
@@ -132,17 +119,7 @@ void write_queue(cp::Store& store, const Shape& s, cp::Millis now) {
              t.step = step;
              t.state = cp::TaskState::Queued;
              t.created_at = t.updated_at = t.queued_at = at;
-             CP_TRY(tx.insert_task(t));
-             cp::Event e;
-             e.at = at;
-             e.actor = t.user;
-             e.object_kind = "task";
-             e.object_id = t.id;
-             e.type = "task.state";
-             e.to = "Queued";
-             e.message = "submitted";
-             CP_ASSIGN(auto id, tx.append_event(e));
-             (void)id;
+             CP_TRY(cp::bench::insert_submitted(tx, p, t));
            }
            return {};
          }),
@@ -218,21 +195,15 @@ int main(int argc, char** argv) {
     must(cp::apply_fleet(control, must(cp::parse_fleet_config(fleet_yaml(shape, 1.0)), "fleet")), "apply fleet");
 
     // The agent registers and reports its nodes once (no liveness pass runs).
-    auto boot = must(control.create_bootstrap_token(admin, "bench", cp::json::value(nullptr)), "bootstrap");
-    cp::RegisterRequest reg{"bench", std::string(boot.at("token").as_string()), "bench-agent", "bench"};
-    auto credential = must(control.agent_register(reg, ""), "register").credential;
-    auto agent = must(control.authenticate_agent(credential), "agent");
-    cp::SyncRequest sync;
-    sync.cluster_id = "bench";
-    sync.agent_instance = "bench-agent";
+    std::vector<cp::NodeReport> nodes;
     for (int i = 0; i < shape.nodes; ++i) {
       cp::NodeReport n;
       n.name = "n" + std::to_string(i);
       n.capacity = cp::Resources::parse_or_die("cpu:" + std::to_string(Shape::kNodeCpus) + ",memory:512Gi");
       n.allocatable = n.capacity;
-      sync.nodes.push_back(std::move(n));
+      nodes.push_back(std::move(n));
     }
-    must(control.agent_sync(agent, sync), "sync");
+    (void)cp::bench::connect_agent(control, admin, "bench", std::move(nodes));
 
     const auto t0 = std::chrono::steady_clock::now();
     write_queue(*store, shape, clock.now_ms());

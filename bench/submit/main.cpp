@@ -35,6 +35,7 @@
 #include "http/router.h"
 #include "http/routes.h"
 #include "http/server.h"
+#include "../common/server_bench.h"
 #include "objstore/object_store.h"
 #include "server/control_plane.h"
 #include "server/fleet_config.h"
@@ -91,20 +92,7 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
 }
 
-template <class T>
-T must(cp::Result<T> r, const char* what) {
-  if (!r.ok()) {
-    std::fprintf(stderr, "ERROR %s: %s\n", what, r.error().to_string().c_str());
-    std::exit(1);
-  }
-  return std::move(r).value();
-}
-void must(const cp::Status& s, const char* what) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "ERROR %s: %s\n", what, s.error().to_string().c_str());
-    std::exit(1);
-  }
-}
+using cp::bench::must;
 
 // Tasks in the store: all of them, or those that left the queue.
 std::int64_t task_count(cp::Store& store, bool only_dispatched = false) {
@@ -158,15 +146,9 @@ EndToEnd run_end_to_end(cp::Store& store, cp::ObjectStore& objects, int tasks, i
   const std::string bearer = "Bearer " + std::string(token.at("token").as_string());
 
   // The agent: register, then report the nodes every 5 s.
-  auto boot = must(control.create_bootstrap_token(admin, "bench", cp::json::value(nullptr)), "bootstrap");
-  cp::RegisterRequest reg{"bench", std::string(boot.at("token").as_string()), "bench-agent", "bench"};
-  auto credential = must(control.agent_register(reg, ""), "register").credential;
-  auto agent = must(control.authenticate_agent(credential), "agent");
-  cp::SyncRequest sync;
-  sync.cluster_id = "bench";
-  sync.agent_instance = "bench-agent";
-  for (int i = 0; i < g_nodes; ++i) sync.nodes.push_back(node(i, tasks));
-  must(control.agent_sync(agent, sync), "first sync");
+  std::vector<cp::NodeReport> nodes;
+  for (int i = 0; i < g_nodes; ++i) nodes.push_back(node(i, tasks));
+  auto [agent, sync] = cp::bench::connect_agent(control, admin, "bench", std::move(nodes));
 
   cp::http::Metrics metrics;
   cp::http::Router router;
@@ -254,7 +236,6 @@ double raw_insert_per_sec(cp::Store& store, int tasks, int batch) {
              step.command = {"true"};
              step.resources = cp::Resources::parse_or_die("cpu:1,memory:64Mi");
              p.steps = {step};
-             CP_TRY(tx.insert_pipeline(p));
              cp::Task t;
              t.id = cp::new_id("t", now);
              t.pipeline_id = p.id;
@@ -265,20 +246,7 @@ double raw_insert_per_sec(cp::Store& store, int tasks, int batch) {
              t.step = step;
              t.state = cp::TaskState::Queued;
              t.created_at = t.updated_at = t.queued_at = now;
-             CP_TRY(tx.insert_task(t));
-             cp::Event e;
-             e.at = now;
-             e.actor = "admin";
-             e.object_kind = "task";
-             e.object_id = t.id;
-             e.type = "task.state";
-             e.to = "Queued";
-             e.message = "submitted";
-             e.data["pipeline_id"] = p.id;
-             e.data["project_group"] = t.project_group;
-             e.data["resource_group"] = t.resource_group;
-             CP_ASSIGN(auto id, tx.append_event(e));
-             (void)id;
+             CP_TRY(cp::bench::insert_submitted(tx, p, t));
            }
            return {};
          }),

@@ -1,0 +1,75 @@
+// What the benchmarks that run the real server in process share: failing
+// loudly on an error, the rows one submit writes, and a simulated agent.
+// Header only: bench/CMakeLists.txt adds the folders that have a
+// CMakeLists.txt, and this one has none.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "server/control_plane.h"
+#include "store/store.h"
+
+namespace cp::bench {
+
+// The value, or the error on stderr and exit 1.
+template <class T>
+T must(Result<T> r, const char* what) {
+  if (!r.ok()) {
+    std::fprintf(stderr, "ERROR %s: %s\n", what, r.error().to_string().c_str());
+    std::exit(1);
+  }
+  return std::move(r).value();
+}
+inline void must(const Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "ERROR %s: %s\n", what, s.error().to_string().c_str());
+    std::exit(1);
+  }
+}
+
+// The rows one submit of a one-step pipeline writes: the pipeline, its
+// task (queued at t.queued_at) and the task's first event.
+inline Status insert_submitted(Tx& tx, const Pipeline& p, const Task& t) {
+  CP_TRY(tx.insert_pipeline(p));
+  CP_TRY(tx.insert_task(t));
+  Event e;
+  e.at = t.queued_at;
+  e.actor = t.user;
+  e.object_kind = "task";
+  e.object_id = t.id;
+  e.type = "task.state";
+  e.to = "Queued";
+  e.message = "submitted";
+  e.data["pipeline_id"] = p.id;
+  e.data["project_group"] = t.project_group;
+  e.data["resource_group"] = t.resource_group;
+  CP_ASSIGN(auto id, tx.append_event(e));
+  (void)id;
+  return {};
+}
+
+// A cluster's agent, simulated: registered with a bootstrap token, and its
+// nodes reported once; `sync` is kept for later reports (bump its seq).
+struct SimulatedAgent {
+  Principal principal;
+  SyncRequest sync;
+};
+inline SimulatedAgent connect_agent(ControlPlane& control, const Principal& admin, const std::string& cluster,
+                                    std::vector<NodeReport> nodes) {
+  auto boot = must(control.create_bootstrap_token(admin, cluster, json::value(nullptr)), "bootstrap token");
+  RegisterRequest reg{cluster, std::string(boot.at("token").as_string()), cluster + "-agent", cluster};
+  auto credential = must(control.agent_register(reg, ""), "register").credential;
+  SimulatedAgent out{must(control.authenticate_agent(credential), "agent"), {}};
+  out.sync.cluster_id = cluster;
+  out.sync.agent_instance = cluster + "-agent";
+  out.sync.nodes = std::move(nodes);
+  must(control.agent_sync(out.principal, out.sync), "first sync");
+  return out;
+}
+
+}  // namespace cp::bench
