@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/ids.h"
 #include "common/result.h"
 #include "server/control_plane.h"
 #include "store/store.h"
@@ -32,9 +33,40 @@ inline void must(const Status& s, const char* what) {
   }
 }
 
-// The rows one submit of a one-step pipeline writes: the pipeline, its
-// task (queued at t.queued_at) and the task's first event.
-inline Status insert_submitted(Tx& tx, const Pipeline& p, const Task& t) {
+// One pipeline of one step ("step", command `true`) as submitted at `at`.
+struct Submitted {
+  Millis at = 0;
+  std::string project_group, resource_group, user;
+  Resources resources;  // per replica
+  int priority = 0;
+};
+
+// The rows one submit of it writes: the pipeline, its task (queued) and
+// the task's first event.
+inline Status insert_submitted(Tx& tx, const Submitted& s) {
+  Pipeline p;
+  p.id = new_id("p", s.at);
+  p.name = "bench";
+  p.project_group = s.project_group;
+  p.resource_group = s.resource_group;
+  p.submitted_by = s.user;
+  p.created_at = s.at;
+  Step step;
+  step.name = "step";
+  step.command = {"true"};
+  step.resources = s.resources;
+  p.steps = {step};
+  Task t;
+  t.id = new_id("t", s.at);
+  t.pipeline_id = p.id;
+  t.name = step.name;
+  t.project_group = s.project_group;
+  t.resource_group = s.resource_group;
+  t.user = s.user;
+  t.priority = s.priority;
+  t.step = std::move(step);
+  t.state = TaskState::Queued;
+  t.created_at = t.updated_at = t.queued_at = s.at;
   CP_TRY(tx.insert_pipeline(p));
   CP_TRY(tx.insert_task(t));
   Event e;

@@ -94,32 +94,15 @@ void write_queue(cp::Store& store, const Shape& s, cp::Millis now) {
     must(store.write([&](cp::Tx& tx) -> cp::Status {
            tx.hold_writes();
            for (int i = done; i < done + n; ++i) {
-             const cp::Millis at = now - 1000 * age_s(rng);
-             cp::Pipeline p;
-             p.id = cp::new_id("p", at);
-             p.name = "bench";
-             p.project_group = "pg-" + std::to_string(i % s.projects);
-             p.resource_group = "rg-" + std::to_string(i % s.groups);
-             p.submitted_by = "u" + std::to_string(i % s.users);
-             p.created_at = at;
-             cp::Step step;
-             step.name = "step";
-             step.command = {"true"};
-             step.resources = cp::Resources::parse_or_die("cpu:" + std::to_string(cpus(rng)) +
-                                                         ",memory:" + std::to_string(gib(rng)) + "Gi");
-             p.steps = {step};
-             cp::Task t;
-             t.id = cp::new_id("t", at);
-             t.pipeline_id = p.id;
-             t.name = "step";
-             t.project_group = p.project_group;
-             t.resource_group = p.resource_group;
-             t.user = p.submitted_by;
-             t.priority = i % 10 == 0 ? 100 : 0;
-             t.step = step;
-             t.state = cp::TaskState::Queued;
-             t.created_at = t.updated_at = t.queued_at = at;
-             CP_TRY(cp::bench::insert_submitted(tx, p, t));
+             cp::bench::Submitted one;
+             one.at = now - 1000 * age_s(rng);
+             one.project_group = "pg-" + std::to_string(i % s.projects);
+             one.resource_group = "rg-" + std::to_string(i % s.groups);
+             one.user = "u" + std::to_string(i % s.users);
+             one.resources = cp::Resources::parse_or_die("cpu:" + std::to_string(cpus(rng)) +
+                                                        ",memory:" + std::to_string(gib(rng)) + "Gi");
+             one.priority = i % 10 == 0 ? 100 : 0;
+             CP_TRY(cp::bench::insert_submitted(tx, one));
            }
            return {};
          }),

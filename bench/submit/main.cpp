@@ -223,31 +223,9 @@ double raw_insert_per_sec(cp::Store& store, int tasks, int batch) {
     must(store.write([&](cp::Tx& tx) -> cp::Status {
            tx.hold_writes();  // as a submit does: PostgreSQL sends the rows in pipelines
            const cp::Millis now = cp::SystemClock::instance().now_ms();
-           for (int i = 0; i < n; ++i) {
-             cp::Pipeline p;
-             p.id = cp::new_id("p", now);
-             p.name = "bench";
-             p.project_group = "pg-bench";
-             p.resource_group = "rg-bench";
-             p.submitted_by = "admin";
-             p.created_at = now;
-             cp::Step step;
-             step.name = "step";
-             step.command = {"true"};
-             step.resources = cp::Resources::parse_or_die("cpu:1,memory:64Mi");
-             p.steps = {step};
-             cp::Task t;
-             t.id = cp::new_id("t", now);
-             t.pipeline_id = p.id;
-             t.name = "step";
-             t.project_group = "pg-bench";
-             t.resource_group = "rg-bench";
-             t.user = "admin";
-             t.step = step;
-             t.state = cp::TaskState::Queued;
-             t.created_at = t.updated_at = t.queued_at = now;
-             CP_TRY(cp::bench::insert_submitted(tx, p, t));
-           }
+           const cp::bench::Submitted one{now, "pg-bench", "rg-bench", "admin",
+                                          cp::Resources::parse_or_die("cpu:1,memory:64Mi")};
+           for (int i = 0; i < n; ++i) CP_TRY(cp::bench::insert_submitted(tx, one));
            return {};
          }),
          "raw insert");
