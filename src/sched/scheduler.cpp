@@ -171,8 +171,9 @@ class Cycle {
     // moving every entry each time the list outgrows its room.
     plan_.pending.reserve(queue.size());
     // About one class in three tasks fails (a big queue's shapes vary):
-    // room for them at once rather than moving every one as the map grows.
+    // room for them at once rather than moving every one as they grow.
     failed_.reserve(queue.size() / 3);
+    failures_.reserve(queue.size() / 3);
     const GroupedOrder ordered = grouped_order(queue, order);
     const std::vector<const QueuedTask*>& tasks = ordered.tasks;
     std::vector<const ResourceGroup*> groups;
@@ -246,9 +247,10 @@ class Cycle {
         plan_.placements.push_back(std::move(*fit.placement));
         return;
       }
-      known = failed_.emplace(key_, Failed{std::move(fit.reasons), fit.blocked}).first;
+      failures_.push_back(Failed{std::move(fit.reasons), fit.blocked});
+      known = failed_.emplace(key_, static_cast<std::uint32_t>(failures_.size() - 1)).first;
     }
-    Failed& f = known->second;
+    Failed& f = failures_[known->second];
     // Worded in place, in the plan (room for every task was made at the start).
     Reasons& why = pend(c.task->id, f.reasons);
     // Bound to a storage pool that kept clusters out: say so (they might have had room).
@@ -539,7 +541,11 @@ class Cycle {
   std::unordered_map<const ResourceGroup*, int> reservations_;
   std::unordered_map<const ResourceGroup*, int> reservation_tries_;
   // Found by a view of key_ (no string built per task: transparent hash).
-  FlatBytesMap<Failed> failed_;
+  // By class key, a position in failures_: the table's slots stay small
+  // (tens of thousands of classes; a slot is touched at random), the
+  // classes' answers lie side by side as they were made.
+  FlatBytesMap<std::uint32_t> failed_;
+  std::vector<Failed> failures_;
   std::string key_;
   PinnedClusters pinned_clusters_;
   // "Behind reservation" reasons by who the room is held for: the reason
