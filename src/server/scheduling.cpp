@@ -471,6 +471,7 @@ Status ControlPlane::schedule_once() {
       const bool written_here = tx.wrote_task(pending.task_id);
       if (live != nullptr && !written_here && live->state == TaskState::Queued) {
         const std::uint64_t stored = stored_words(live->reasons);
+        bool refresh = false;  // new figures past reasons_refresh_s, the same codes
         if (kept.stored == stored) {
           if (kept.reasons.same_as(pending.reasons)) {
             explain(kept, pending, stored);
@@ -481,8 +482,8 @@ Status ControlPlane::schedule_once() {
               kept.cycle = cycle;  // the stored words stand, and kept.reasons with them
               continue;
             }
-          } else if (refreshes_left > 0 && same_codes(live->reasons, pending.reasons)) {
-            --refreshes_left;  // a refresh: asked below by the words
+          } else if (refreshes_left > 0) {
+            refresh = same_codes(live->reasons, pending.reasons);
           }
         }
         apply_reasons_worded_.fetch_add(1);
@@ -490,6 +491,7 @@ Status ControlPlane::schedule_once() {
           explain(kept, pending, stored);
           continue;
         }
+        if (refresh) --refreshes_left;  // the same words cost nothing, other words count
       }
       if (live_is_stored && !written_here) {
         if (live != nullptr) to_write.push_back({&pending, &kept, live});
