@@ -72,6 +72,15 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                            .Name("cubeplane_alert_deliveries")
                            .Help("Notifications of open alerts still to deliver (pending) or given up (failed)")
                            .Register(*registry_);
+  cycle_seconds_ = &prometheus::BuildGauge()
+                        .Name("cubeplane_schedule_cycle_seconds")
+                        .Help("The last scheduling cycle's parts: load (snapshot), decide, apply (one transaction)")
+                        .Register(*registry_);
+  cycle_tasks_ = &prometheus::BuildGauge()
+                      .Name("cubeplane_schedule_cycle_tasks")
+                      .Help("The last scheduling cycle's tasks: queued, placed, preempted, waiting, and "
+                            "reasons_written (waiting tasks whose stored reasons it wrote)")
+                      .Register(*registry_);
 }
 
 Metrics::~Metrics() = default;
@@ -102,7 +111,16 @@ void Metrics::set_gauges(prometheus::Family<prometheus::Gauge>& family, std::map
 }
 
 void Metrics::update_domain(const MetricsSnapshot& s) {
-  std::map<Key, double> queue, used, limit, tasks, clusters, alerts, deliveries;
+  std::map<Key, double> queue, used, limit, tasks, clusters, alerts, deliveries, cycle_seconds, cycle_tasks;
+  const CycleStats& c = s.last_cycle;
+  cycle_seconds[{{"part", "load"}}] = c.load_ms / 1000;
+  cycle_seconds[{{"part", "decide"}}] = c.decide_ms / 1000;
+  cycle_seconds[{{"part", "apply"}}] = c.apply_ms / 1000;
+  cycle_tasks[{{"kind", "queued"}}] = static_cast<double>(c.queued);
+  cycle_tasks[{{"kind", "placed"}}] = static_cast<double>(c.placed);
+  cycle_tasks[{{"kind", "preempted"}}] = static_cast<double>(c.preempted);
+  cycle_tasks[{{"kind", "waiting"}}] = static_cast<double>(c.waiting);
+  cycle_tasks[{{"kind", "reasons_written"}}] = static_cast<double>(c.reasons_written);
   for (const auto& [k, n] : s.alerts) {
     alerts[{{"rule", std::get<0>(k)}, {"severity", std::get<1>(k)}, {"state", std::get<2>(k)}}] =
         static_cast<double>(n);
@@ -130,6 +148,8 @@ void Metrics::update_domain(const MetricsSnapshot& s) {
   set_gauges(*cluster_up_, live_cluster_, clusters);
   set_gauges(*alerts_, live_alerts_, alerts);
   set_gauges(*alert_deliveries_, live_deliveries_, deliveries);
+  set_gauges(*cycle_seconds_, live_cycle_seconds_, cycle_seconds);
+  set_gauges(*cycle_tasks_, live_cycle_tasks_, cycle_tasks);
 }
 
 std::string Metrics::serialize() const {

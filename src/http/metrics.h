@@ -66,10 +66,12 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* cluster_up_;
   prometheus::Family<prometheus::Gauge>* alerts_;
   prometheus::Family<prometheus::Gauge>* alert_deliveries_;
+  prometheus::Family<prometheus::Gauge>* cycle_seconds_;
+  prometheus::Family<prometheus::Gauge>* cycle_tasks_;
 
   std::mutex domain_mu_;  // one update_domain at a time; guards the live maps
   std::map<Key, prometheus::Gauge*> live_queue_, live_used_, live_limit_, live_tasks_, live_cluster_, live_alerts_,
-      live_deliveries_;
+      live_deliveries_, live_cycle_seconds_, live_cycle_tasks_;
 };
 
 }  // namespace cp::http

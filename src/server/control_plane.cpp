@@ -447,6 +447,7 @@ Result<MetricsSnapshot> ControlPlane::metrics() {
     }
     return {};
   }));
+  m.last_cycle = last_cycle();
   return m;
 }
 

@@ -116,6 +116,13 @@ struct ServerConfig {
 };
 
 // Figures for /metrics, computed from the store.
+// What one scheduling cycle did, and how long each part took.
+struct CycleStats {
+  std::size_t queued = 0, running = 0, placed = 0, preempted = 0, waiting = 0;
+  std::int64_t reasons_written = 0;  // waiting tasks whose stored reasons the apply wrote
+  double load_ms = 0, decide_ms = 0, apply_ms = 0;
+};
+
 struct MetricsSnapshot {
   std::map<std::string, std::int64_t> queued_by_group;  // resource group -> queued tasks
   std::map<std::string, std::int64_t> tasks_by_state;
@@ -127,6 +134,7 @@ struct MetricsSnapshot {
   std::map<std::tuple<std::string, std::string, std::string>, std::int64_t> alerts;
   std::int64_t alert_deliveries_failed = 0;
   std::int64_t alert_deliveries_pending = 0;
+  CycleStats last_cycle;  // of this process (zeros before its first)
 };
 
 // A project group's use this month so far (the ledger plus running work).
@@ -257,12 +265,8 @@ class ControlPlane {
   // rest by their figures, without wording them; for the tests).
   std::int64_t apply_reasons_worded() const { return apply_reasons_worded_.load(); }
   // What the last scheduling cycle did, and how long each part took (the
-  // debug log says the same; for the benchmarks and tests).
-  struct CycleStats {
-    std::size_t queued = 0, running = 0, placed = 0, preempted = 0, waiting = 0;
-    std::int64_t reasons_written = 0;  // waiting tasks whose stored reasons the apply wrote
-    double load_ms = 0, decide_ms = 0, apply_ms = 0;
-  };
+  // debug log and /metrics say the same).
+  using CycleStats = cp::CycleStats;
   CycleStats last_cycle() const {
     std::lock_guard lock(last_cycle_mu_);
     return last_cycle_;

@@ -29,6 +29,10 @@ TEST(Metrics, DomainGauges) {
   s.tasks_by_state["Running"] = 2;
   s.quota[{"rg-a", "gpu/a100"}] = {5, 8};
   s.cluster_states["east"] = "online";
+  s.last_cycle.queued = 100;
+  s.last_cycle.waiting = 75;
+  s.last_cycle.reasons_written = 40;
+  s.last_cycle.apply_ms = 250;
   m.update_domain(s);
   auto text = m.serialize();
   EXPECT_TRUE(has(text, R"(cubeplane_queue_length{resource_group="rg-a"} 3)")) << text;
@@ -38,6 +42,10 @@ TEST(Metrics, DomainGauges) {
   EXPECT_TRUE(has(text, R"(cubeplane_tasks{state="Queued"} 0)")) << text;
   EXPECT_TRUE(has(text, R"(cubeplane_cluster_up{cluster="east",state="online"} 1)")) << text;
   EXPECT_TRUE(has(text, R"(cubeplane_cluster_up{cluster="east",state="offline"} 0)")) << text;
+  EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_seconds{part="apply"} 0.25)")) << text;
+  EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_seconds{part="load"} 0)")) << text;
+  EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_tasks{kind="waiting"} 75)")) << text;
+  EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_tasks{kind="reasons_written"} 40)")) << text;
 
   MetricsSnapshot s2;
   s2.cluster_states["east"] = "offline";

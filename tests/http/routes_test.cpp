@@ -362,16 +362,20 @@ TEST_F(ApiTest, UsageJsonAndCsv) {
   EXPECT_EQ(call("GET", "/api/v1/usage?group_by=planet", admin_).status, 400);
 }
 
-// /metrics carries the domain gauges and the request histogram.
+// /metrics carries the domain gauges, the last scheduling cycle and the
+// request histogram.
 TEST_F(ApiTest, MetricsEndpoint) {
   seed();
   submit();
+  ASSERT_TRUE(cp_->schedule_once().ok());
   auto m = call("GET", "/metrics");
   ASSERT_EQ(m.status, 200);
   EXPECT_NE(m.content_type.find("text/plain"), std::string::npos);
   EXPECT_NE(m.body.find("cubeplane_tasks{state=\"Queued\"} 1"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("cubeplane_queue_length{resource_group=\"rg-a\"} 1"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("cubeplane_cluster_up{cluster=\"c1\""), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("cubeplane_schedule_cycle_tasks{kind=\"queued\"} 1"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("cubeplane_schedule_cycle_seconds{part=\"decide\"}"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("cubeplane_http_request_duration_seconds_bucket{code=\"2xx\",method=\"POST\",route=\"/api/v1/pipelines\""),
             std::string::npos)
       << m.body;
