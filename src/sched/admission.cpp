@@ -285,14 +285,10 @@ Wide QuotaBook::borrowed(std::string_view name, std::string_view resource) const
 void QuotaBook::borrowed_resources(std::string_view group, std::vector<std::string_view>& out) const {
   const Account* a = account(group);
   if (a == nullptr || a->group == nullptr) return;
-  // What borrowed() asks of each resource the account holds any of (none
-  // is held past its slots).
+  // Every resource the account has a slot for (none is held past them).
   for (std::size_t i = 0; i < a->slots.size(); ++i) {
-    const Wide used = a->slots[i].used;
-    if (used <= 0) continue;
     const Resource r{static_cast<int>(i), resource_names_[i]};
-    auto limit = kept_limit(*a, r, &Limit::guaranteed);
-    if (limit && used - *limit > 0) out.push_back(r.name);
+    if (borrowed(a, r) > 0) out.push_back(r.name);
   }
 }
 

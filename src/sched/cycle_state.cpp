@@ -519,11 +519,7 @@ void CycleState::commit(const Task& task, const ResourceGroup* g, ProjectId proj
   const auto replicas = static_cast<std::int64_t>(placement.placements.size());
   // The shape's own resources, where they are what is charged: kept by
   // reference, not copied for the book.
-  const std::vector<StepShape>& fallbacks = task.step.fallbacks;
-  const auto shape = static_cast<std::size_t>(placement.shape);
-  const Resources* asked = shape == 0                ? &task.step.resources
-                           : shape <= fallbacks.size() ? &fallbacks[shape - 1].resources
-                                                       : nullptr;
+  const Resources* asked = shape_resources(task.step, placement.shape);
   if (asked != nullptr && *asked == placement.per_replica) {
     quota_.add_kept(task.resource_group, *asked, replicas, task.project_group);
   } else {

@@ -28,6 +28,11 @@ Resources Request::typed_part() const {
   return r;
 }
 
+const Resources* shape_resources(const Step& step, int shape) {
+  if (shape < 0 || shape > static_cast<int>(step.fallbacks.size())) return nullptr;
+  return shape == 0 ? &step.resources : &step.fallbacks[static_cast<std::size_t>(shape - 1)].resources;
+}
+
 bool shape_open(const Task& task, int shape, Millis waited_ms) {
   return shape == 0 || waited_ms >= task.step.fallbacks[static_cast<std::size_t>(shape - 1)].after_s * 1000;
 }
@@ -35,10 +40,10 @@ bool shape_open(const Task& task, int shape, Millis waited_ms) {
 Result<Request> request_of(const Task& task, int shape) {
   Request req;
   req.shape = shape;
-  if (shape < 0 || shape > static_cast<int>(task.step.fallbacks.size())) {
+  req.asked = shape_resources(task.step, shape);
+  if (req.asked == nullptr) {
     return invalid_request("no fallback shape " + std::to_string(shape), "没有第 " + std::to_string(shape) + " 个备选规格");
   }
-  req.asked = shape == 0 ? &task.step.resources : &task.step.fallbacks[static_cast<std::size_t>(shape - 1)].resources;
   req.replicas = task.step.replicas;
   if (req.replicas < 1 || req.replicas > kMaxReplicas) {
     return invalid_request(

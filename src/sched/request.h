@@ -56,6 +56,10 @@ inline constexpr int kMaxReplicas = 1024;
 // validation rejects all of these; the scheduler still must not trust it.
 Result<Request> request_of(const Task& task, int shape = 0);
 
+// The resources shape `shape` of `step` asks per replica (0: the step's
+// own, i: fallbacks[i - 1]); nullptr when the step has no such shape.
+const Resources* shape_resources(const Step& step, int shape);
+
 // Whether a task may use one of its shapes now: 0 always, a fallback once
 // its wait has passed (`waited_ms` in the queue).
 bool shape_open(const Task& task, int shape, Millis waited_ms);

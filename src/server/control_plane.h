@@ -115,7 +115,6 @@ struct ServerConfig {
   bool verify_warm_scheduler = false;
 };
 
-// Figures for /metrics, computed from the store.
 // What one scheduling cycle did, and how long each part took.
 struct CycleStats {
   std::size_t queued = 0, running = 0, placed = 0, preempted = 0, waiting = 0;
@@ -123,6 +122,7 @@ struct CycleStats {
   double load_ms = 0, decide_ms = 0, apply_ms = 0;
 };
 
+// Figures for /metrics, computed from the store (and the last cycle).
 struct MetricsSnapshot {
   std::map<std::string, std::int64_t> queued_by_group;  // resource group -> queued tasks
   std::map<std::string, std::int64_t> tasks_by_state;
