@@ -209,8 +209,9 @@ TEST_F(ControlPlaneTest, ReasonsWrittenBehindTheSchedulersBackAreWrittenAgain) {
   ASSERT_EQ(explained.reasons[0].code, "quota_exceeded");
   ASSERT_TRUE(store_->write([&](Tx& tx) -> Status {
     CP_ASSIGN(auto t, tx.get_task(waiting));
-    t->reasons[0].message = "written elsewhere";
-    return tx.update_task(*t);
+    Task changed = std::move(*t);
+    changed.reasons.at(0).message = "written elsewhere";
+    return tx.update_task(changed);
   }).ok());
   ASSERT_EQ(task(waiting).reasons[0].message, "written elsewhere");
   const std::int64_t worded = cp_->apply_reasons_worded();
