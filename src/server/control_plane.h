@@ -120,6 +120,11 @@ struct CycleStats {
   std::size_t queued = 0, running = 0, placed = 0, preempted = 0, waiting = 0;
   std::int64_t reasons_written = 0;  // waiting tasks whose stored reasons the apply wrote
   double load_ms = 0, decide_ms = 0, apply_ms = 0;
+  // The apply's transactions: the plan's placements and preemptions in one,
+  // then the waiting tasks' reasons in transactions of up to 1,000 tasks;
+  // the longest of them, start to commit (the store's writer held).
+  std::int64_t apply_writes = 0;
+  double longest_write_ms = 0;
 };
 
 // Figures for /metrics, computed from the store (and the last cycle).
@@ -397,6 +402,10 @@ class ControlPlane {
     Millis current_since = 0;  // when the stored words were last the plan's (reasons_refresh_s)
   };
   std::unordered_map<std::string, Explained> explained_;  // under schedule_mu_
+  // After an apply's transaction committed: its rows into the live work, and
+  // its journal entry dropped (checked against the store where
+  // verify_warm_scheduler says so).
+  Status kept_written(ChangeJournal* journal, const WrittenRows& written);
   std::uint64_t explained_cycle_ = 0;
 };
 

@@ -33,6 +33,7 @@ TEST(Metrics, DomainGauges) {
   s.last_cycle.waiting = 75;
   s.last_cycle.reasons_written = 40;
   s.last_cycle.apply_ms = 250;
+  s.last_cycle.longest_write_ms = 125;
   m.update_domain(s);
   auto text = m.serialize();
   EXPECT_TRUE(has(text, R"(cubeplane_queue_length{resource_group="rg-a"} 3)")) << text;
@@ -44,6 +45,7 @@ TEST(Metrics, DomainGauges) {
   EXPECT_TRUE(has(text, R"(cubeplane_cluster_up{cluster="east",state="offline"} 0)")) << text;
   EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_seconds{part="apply"} 0.25)")) << text;
   EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_seconds{part="load"} 0)")) << text;
+  EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_seconds{part="apply_longest_transaction"} 0.125)")) << text;
   EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_tasks{kind="waiting"} 75)")) << text;
   EXPECT_TRUE(has(text, R"(cubeplane_schedule_cycle_tasks{kind="reasons_written"} 40)")) << text;
 

@@ -148,6 +148,50 @@ TEST_F(ControlPlaneTest, NewFiguresForTheSameWhyWaitForTheRefresh) {
   EXPECT_NE(refreshed.reasons.at(0).message, explained.reasons.at(0).message);
 }
 
+TEST_F(ControlPlaneTest, ALongQueuesReasonsAreWrittenAThousandTasksATransaction) {
+  // 2,100 more tasks like the one waiting on quota, straight into the
+  // store: their first explanation goes in transactions of 1,000 tasks
+  // after the plan's (none here: nothing is placed or preempted), so that
+  // no one transaction holds the store's writer for the whole queue.
+  const std::string waiting = one_waiting_on_quota().second;
+  const Task model = task(waiting);
+  ASSERT_EQ(model.reasons.at(0).code, "quota_exceeded");
+  std::vector<std::string> copies;
+  ASSERT_TRUE(store_->write([&](Tx& tx) -> Status {
+    for (int i = 0; i < 2100; ++i) {
+      Task t = model;
+      t.id = model.id + "-" + std::to_string(i);
+      t.reasons.clear();
+      CP_TRY(tx.insert_task(t));
+      copies.push_back(t.id);
+    }
+    return {};
+  }).ok());
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  ControlPlane::CycleStats s = cp_->last_cycle();
+  EXPECT_EQ(s.waiting, 2101u);
+  EXPECT_EQ(s.placed, 0u);
+  EXPECT_EQ(s.reasons_written, 2100);
+  EXPECT_EQ(s.apply_writes, 3);
+  EXPECT_GT(s.longest_write_ms, 0);
+  EXPECT_LE(s.longest_write_ms, s.apply_ms);
+  for (const std::string& id : {copies.front(), copies[999], copies[1000], copies.back()}) {
+    const Task t = task(id);
+    ASSERT_FALSE(t.reasons.empty()) << id;
+    std::string codes;
+    for (const auto& r : t.reasons) codes += r.code + " ";
+    EXPECT_NE(codes.find("quota_exceeded"), std::string::npos) << id << ": " << codes;
+    EXPECT_EQ(t.updated_at, clock_.now_ms()) << id;
+  }
+  // Then nothing to write, and no transaction at all.
+  clock_.advance_ms(1000);
+  ASSERT_TRUE(cp_->schedule_once().ok());
+  s = cp_->last_cycle();
+  EXPECT_EQ(s.reasons_written, 0);
+  EXPECT_EQ(s.apply_writes, 0);
+}
+
 class OneRefreshPerCycleTest : public ControlPlaneTest {
   void configure(ServerConfig& c) override { c.reasons_refresh_per_cycle = 1; }
 };
