@@ -1,6 +1,8 @@
 // cubeplane-bench-cycle: one scheduling cycle of the real server over a big
-// queue, in its three parts (load the snapshot, decide, apply the plan in one
-// transaction), and how many waiting tasks' reasons the apply writes.
+// queue, in its three parts (load the snapshot, decide, apply the plan: its
+// placements in one transaction, then the waiting tasks' reasons 1,000 a
+// transaction), how many waiting tasks' reasons the apply writes, and the
+// longest any one transaction held the store's writer.
 //
 //   cubeplane-bench-cycle [--store URL] [--tasks N] [--nodes N] [--groups N] [--quick]
 //   (defaults: 100,000 tasks, 20 groups, 1,953 nodes; --quick: 2,000 tasks, 39 nodes)
@@ -23,12 +25,17 @@
 //
 // The last line is machine-readable:
 //   first_cycle_ms=X unchanged_cycle_ms=X figures_cycle_ms=X refresh_cycle_ms=X refresh_cycles=N waiting=N tasks=N
+//   longest_write_ms=X write_beside_max_ms=X
+// (write_beside_max_ms: the longest an empty write from another thread
+// waited during the first and figures cycles, WriteProbe.)
 // (refresh_cycles: the catch-up cycles that wrote something, and the last one that wrote nothing.)
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <random>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -111,10 +118,51 @@ void write_queue(cp::Store& store, const Shape& s, cp::Millis now) {
   }
 }
 
+// Another writer beside the cycle: an empty write transaction every 10 ms
+// from its own thread, timed from the call to its commit. A submit waits
+// for the store's writer the same way, so the longest of these is how long
+// a submit made during the cycle could be held up by it.
+class WriteProbe {
+ public:
+  explicit WriteProbe(cp::Store& store) : thread_([this, &store] { run(store); }) {}
+  ~WriteProbe() { stop(); }
+  struct Figures {
+    std::size_t writes = 0;
+    double p50_ms = 0, max_ms = 0;
+  };
+  Figures stop() {
+    if (thread_.joinable()) {
+      stop_ = true;
+      thread_.join();
+    }
+    Figures f;
+    f.writes = ms_.size();
+    if (ms_.empty()) return f;
+    std::sort(ms_.begin(), ms_.end());
+    f.p50_ms = ms_[ms_.size() / 2];
+    f.max_ms = ms_.back();
+    return f;
+  }
+
+ private:
+  void run(cp::Store& store) {
+    while (!stop_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      must(store.write([](cp::Tx&) -> cp::Status { return {}; }), "probe write");
+      ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  std::atomic<bool> stop_{false};
+  std::vector<double> ms_;
+  std::thread thread_;
+};
+
 struct Cycle {
   const char* name;
   double wall_ms = 0;
   cp::ControlPlane::CycleStats stats;
+  WriteProbe::Figures beside;  // where a probe ran
 };
 
 Cycle timed_cycle(cp::ControlPlane& control, const char* name) {
@@ -125,9 +173,9 @@ Cycle timed_cycle(cp::ControlPlane& control, const char* name) {
   const auto& s = c.stats;
   std::printf(
       "cycle %-9s %8.1f ms: load %7.1f, decide %7.1f, apply %7.1f ms | queued %6zu, placed %6zu, waiting %6zu, "
-      "reasons written %6lld\n",
+      "reasons written %6lld, %3lld transactions (longest %6.1f ms)\n",
       name, c.wall_ms, s.load_ms, s.decide_ms, s.apply_ms, s.queued, s.placed, s.waiting,
-      static_cast<long long>(s.reasons_written));
+      static_cast<long long>(s.reasons_written), static_cast<long long>(s.apply_writes), s.longest_write_ms);
   return c;
 }
 
@@ -194,12 +242,20 @@ int main(int argc, char** argv) {
                 shape.nodes, shape.groups,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 
-    cycles.push_back(timed_cycle(control, "first"));
+    auto probed_cycle = [&](const char* name) {
+      WriteProbe probe(*store);
+      Cycle c = timed_cycle(control, name);
+      c.beside = probe.stop();
+      std::printf("  %zu empty writes beside it (one every 10 ms): waited p50 %.1f ms, max %.1f ms\n", c.beside.writes,
+                  c.beside.p50_ms, c.beside.max_ms);
+      return c;
+    };
+    cycles.push_back(probed_cycle("first"));
     clock.advance_ms(10'000);
     cycles.push_back(timed_cycle(control, "unchanged"));
     must(cp::apply_fleet(control, must(cp::parse_fleet_config(fleet_yaml(shape, 1.1)), "fleet")), "raise quotas");
     clock.advance_ms(10'000);
-    cycles.push_back(timed_cycle(control, "figures"));
+    cycles.push_back(probed_cycle("figures"));
     clock.advance_ms(61'000);
     cycles.push_back(timed_cycle(control, "refresh"));
     // What the refresh kept back (reasons_refresh_per_cycle), written at the next cycles.
@@ -228,9 +284,12 @@ int main(int argc, char** argv) {
     std::printf("ERROR%s\n", wrong.c_str());
     return 1;
   }
+  double longest_write = 0;
+  for (const Cycle& c : cycles) longest_write = std::max(longest_write, c.stats.longest_write_ms);
   std::printf("first_cycle_ms=%.1f unchanged_cycle_ms=%.1f figures_cycle_ms=%.1f refresh_cycle_ms=%.1f "
-              "refresh_cycles=%zu waiting=%zu tasks=%d\n",
+              "refresh_cycles=%zu waiting=%zu tasks=%d longest_write_ms=%.1f write_beside_max_ms=%.1f\n",
               cycles[0].wall_ms, cycles[1].wall_ms, cycles[2].wall_ms, cycles[3].wall_ms, cycles.size() - 4,
-              first.waiting, shape.tasks);
+              first.waiting, shape.tasks, longest_write,
+              std::max(cycles[0].beside.max_ms, cycles[2].beside.max_ms));
   return 0;
 }
