@@ -405,7 +405,7 @@ class ControlPlane {
   // After an apply's transaction committed: its rows into the live work, and
   // its journal entry dropped (checked against the store where
   // verify_warm_scheduler says so).
-  Status kept_written(ChangeJournal* journal, const WrittenRows& written);
+  Status kept_written(ChangeJournal* journal, WrittenRows& written);
   std::uint64_t explained_cycle_ = 0;
 };
 

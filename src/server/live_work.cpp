@@ -98,18 +98,37 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
   return {};
 }
 
-void LiveWork::apply(const WrittenRows& rows) {
+namespace {
+
+// LiveWork::apply, for rows copied or moved in (Rows: const or not).
+template <typename Rows, typename Keep>
+void apply_rows(Rows& rows, Keep&& keep) {
   // Tasks first, as a read does: an attempt is charged to its task's group.
-  for (const auto& t : rows.tasks) {
-    touch(touched_.tasks, t.id);
-    erase(t.id);
-    if (kLive.contains(t.state)) put(t);
-  }
-  for (const auto& a : rows.attempts) {
-    touch(touched_.attempts, a.id);
-    erase_attempt(a.id);
-    if (!is_terminal(a.state)) put_attempt(a);
-  }
+  for (auto& t : rows.tasks) keep(t);
+  for (auto& a : rows.attempts) keep(a);
+}
+
+}  // namespace
+
+void LiveWork::apply(const WrittenRows& rows) {
+  apply_rows(rows, [this](const auto& row) { keep_written(row); });
+}
+
+void LiveWork::apply(WrittenRows&& rows) {
+  apply_rows(rows, [this](auto& row) { keep_written(std::move(row)); });
+  rows.clear();
+}
+
+void LiveWork::keep_written(Task t) {
+  touch(touched_.tasks, t.id);
+  erase(t.id);
+  if (kLive.contains(t.state)) put(std::move(t));
+}
+
+void LiveWork::keep_written(Attempt a) {
+  touch(touched_.attempts, a.id);
+  erase_attempt(a.id);
+  if (!is_terminal(a.state)) put_attempt(std::move(a));
 }
 
 Result<std::string> LiveWork::check_rows(Tx& tx, const WrittenRows& rows) const {

@@ -63,6 +63,9 @@ class LiveWork {
   // writer changed after it are named by that writer's entry, read by the
   // next refresh. Call it before that refresh, under the same lock.
   void apply(const WrittenRows& rows);
+  // The same, moving the rows in (none copied): `rows` is left empty, its
+  // writer kept.
+  void apply(WrittenRows&& rows);
   // `rows` as stored now against the kept copies: "" when they agree (for
   // ServerConfig::verify_warm_scheduler and the tests; no other writer may
   // have changed them since).
@@ -131,6 +134,9 @@ class LiveWork {
   Millis full_at_ = 0;
   // Keep queued_ in step with tasks_.
   void put(Task t);
+  // One row of apply(): touched, then kept if still live.
+  void keep_written(Task t);
+  void keep_written(Attempt a);
   void erase(const std::string& id);
   // Keep the sums in step with attempts_.
   void put_attempt(Attempt a);

@@ -268,7 +268,8 @@ TEST_F(LiveWorkTest, RowsAWriteKeptAreAppliedWithoutBeingReadBack) {
     CP_TRY(tx.update_task(task("t-a", TaskState::Succeeded, 1000)));
     return tx.update_attempt(attempt("t-a", AttemptState::Succeeded));
   });
-  live_.apply(second);
+  live_.apply(std::move(second));  // moved in, as the apply does unless it checks them
+  EXPECT_TRUE(second.tasks.empty() && second.attempts.empty());
   journal->forget(second.writer);
   ASSERT_NE(live_.attempt("t-a.1"), nullptr);
   EXPECT_EQ(live_.attempt("t-a.1")->state, AttemptState::Running);
