@@ -392,6 +392,10 @@ class ControlPlane {
   std::atomic<std::int64_t> apply_reasons_worded_{0};
   mutable std::mutex last_cycle_mu_;
   CycleStats last_cycle_;
+  // After an apply's transaction committed: its rows into the live work, and
+  // its journal entry dropped (checked against the store where
+  // verify_warm_scheduler says so).
+  Status kept_written(ChangeJournal* journal, WrittenRows& written);
   // Per waiting task, what the last apply left it with: the plan's reasons
   // (figures, where a reason keeps them) and a hash of the words stored. The
   // next apply tells an unchanged explanation by these, without wording it.
@@ -402,10 +406,6 @@ class ControlPlane {
     Millis current_since = 0;  // when the stored words were last the plan's (reasons_refresh_s)
   };
   std::unordered_map<std::string, Explained> explained_;  // under schedule_mu_
-  // After an apply's transaction committed: its rows into the live work, and
-  // its journal entry dropped (checked against the store where
-  // verify_warm_scheduler says so).
-  Status kept_written(ChangeJournal* journal, WrittenRows& written);
   std::uint64_t explained_cycle_ = 0;
 };
 

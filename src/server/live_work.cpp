@@ -98,24 +98,15 @@ Status LiveWork::read_changed(Tx& tx, const ChangedRows& changed) {
   return {};
 }
 
-namespace {
-
-// LiveWork::apply, for rows copied or moved in (Rows: const or not).
-template <typename Rows, typename Keep>
-void apply_rows(Rows& rows, Keep&& keep) {
-  // Tasks first, as a read does: an attempt is charged to its task's group.
-  for (auto& t : rows.tasks) keep(t);
-  for (auto& a : rows.attempts) keep(a);
-}
-
-}  // namespace
-
 void LiveWork::apply(const WrittenRows& rows) {
-  apply_rows(rows, [this](const auto& row) { keep_written(row); });
+  // Tasks first, as a read does: an attempt is charged to its task's group.
+  for (const Task& t : rows.tasks) keep_written(t);
+  for (const Attempt& a : rows.attempts) keep_written(a);
 }
 
 void LiveWork::apply(WrittenRows&& rows) {
-  apply_rows(rows, [this](auto& row) { keep_written(std::move(row)); });
+  for (Task& t : rows.tasks) keep_written(std::move(t));
+  for (Attempt& a : rows.attempts) keep_written(std::move(a));
   rows.clear();
 }
 
