@@ -1,9 +1,16 @@
 #include "agent/agent.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <thread>
 
+#include "agent/executors/shim.h"
 #include "agent/files.h"
 #include "agent/utf8.h"
 #include "common/ids.h"
@@ -12,13 +19,14 @@
 namespace cp {
 namespace {
 
-// <data_dir>/lease.json: the send time of the last sync the server answered,
-// so that a restarted agent still fences on time (DESIGN.md timeline).
-struct LeaseRecord {
-  Millis last_sync_ok_at = 0;
-  std::int64_t lease_ttl_s = 0;
-};
-BOOST_DESCRIBE_STRUCT(LeaseRecord, (), (last_sync_ok_at, lease_ttl_s))
+// A new lease chain's id: 16 hex digits.
+std::string new_chain_id() {
+  std::random_device rd;
+  const std::uint64_t v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 constexpr std::string_view kRegisterPath = "/api/v1/agent/register";
 constexpr std::string_view kSyncPath = "/api/v1/agent/sync";
@@ -69,8 +77,8 @@ bool differs(const std::map<std::string, std::string>& now, const std::map<std::
 
 }  // namespace
 
-Agent::Agent(AgentConfig config, std::unique_ptr<Executor> executor, const Clock& clock)
-    : config_(std::move(config)), executor_(std::move(executor)), clock_(clock) {
+Agent::Agent(AgentConfig config, std::unique_ptr<Executor> executor, const Clock& clock, const Clock& lease_clock)
+    : config_(std::move(config)), executor_(std::move(executor)), clock_(clock), lease_clock_(lease_clock) {
   CP_CHECK(executor_ != nullptr, "Agent needs an executor");
   while (!config_.server_url.empty() && config_.server_url.back() == '/') config_.server_url.pop_back();
   instance_ = new_id("agent", clock_.now_ms());
@@ -92,10 +100,7 @@ Status Agent::check_config() const {
 // ------------------------------------------------------------ local state
 
 void Agent::load_state() {
-  // Until a sync succeeds, the lease is counted from the last one a previous
-  // agent recorded, or from now: a restarted agent fences adopted attempts in
-  // time even if the server never answers it.
-  last_sync_ok_sent_ = clock_.now_ms();
+  last_sync_ok_wall_ = clock_.now_ms();
   if (config_.data_dir.empty()) return;
   if (auto text = agent_files::read_all(config_.data_dir + "/credential.json")) {
     auto c = decode_json<SavedCredential>(*text);
@@ -108,15 +113,37 @@ void Agent::load_state() {
       cred_ = std::move(c).value();
     }
   }
-  if (auto text = agent_files::read_all(config_.data_dir + "/lease.json")) {
-    auto l = decode_json<LeaseRecord>(*text);
-    if (l.ok() && l->last_sync_ok_at > 0) {
-      last_sync_ok_sent_ = std::min(last_sync_ok_sent_, l->last_sync_ok_at);
-      lease_saved_ = l->last_sync_ok_at;
-      lease_known_ = true;
-      if (l->lease_ttl_s > 0) server_ttl_s_ = l->lease_ttl_s;
-    }
+  // The lease a previous agent held goes on only while its deadline has not
+  // passed (in this boot): then the attempts it ran are adopted and the
+  // first answered sync extends it. Otherwise a new chain begins, without a
+  // lease until a sync is answered, and the attempts of the old one are
+  // stopped (their supervisors stop them too: another chain's record is
+  // a lease run out).
+  lease_path_ = config_.data_dir + "/lease.json";
+  char boot[shim::kBootIdSize + 1];
+  if (shim::read_boot_id(boot)) {
+    boot_id_ = boot;
+  } else {
+    spdlog::error("agent: cannot read this machine's boot id (/proc/sys/kernel/random/boot_id): every lease counts "
+                  "as run out, and no task can run");
   }
+  shim::LeaseRecord held;
+  const Millis now = lease_clock_.now_ms();
+  if (!boot_id_.empty() && shim::read_lease(lease_path_.c_str(), held) && boot_id_ == held.boot_id &&
+      held.deadline_ms > now) {
+    chain_ = held.chain;
+    lease_end_ = held.deadline_ms;
+    if (held.ttl_s > 0) server_ttl_s_ = held.ttl_s;
+    spdlog::info("agent: the lease of the previous agent on {} holds for {} ms more: its attempts are adopted",
+                 config_.data_dir, lease_end_ - now);
+  } else {
+    chain_ = new_chain_id();
+    lease_end_ = 0;
+    fenced_ = true;  // nothing runs under the new chain before a sync is answered
+    (void)agent_files::make_dirs(config_.data_dir);
+    (void)write_lease();
+  }
+  executor_->set_lease(lease_path_, chain_);
 }
 
 void Agent::save_credential() {
@@ -124,13 +151,43 @@ void Agent::save_credential() {
   if (!st.ok()) spdlog::error("agent: cannot persist the credential: {}", st.error().message);
 }
 
-void Agent::save_lease(bool force) {
-  // At most about once a second: an older value only makes fencing earlier (safe).
-  if (!lease_known_ || (!force && last_sync_ok_sent_ - lease_saved_ < 1000)) return;
-  LeaseRecord l{last_sync_ok_sent_, server_ttl_s_};
-  if (agent_files::write_atomic(config_.data_dir + "/lease.json", dump(to_json(l))).ok()) {
-    lease_saved_ = last_sync_ok_sent_;
+bool Agent::write_lease() {
+  shim::LeaseRecord rec;
+  std::snprintf(rec.boot_id, sizeof rec.boot_id, "%s", boot_id_.c_str());
+  std::snprintf(rec.chain, sizeof rec.chain, "%s", chain_.c_str());
+  rec.deadline_ms = lease_end_;
+  rec.grace_ms = std::min<Millis>(config_.fence_grace_s * 1000, fence_margin_ms() / 2);
+  rec.ttl_s = server_ttl_s_;
+  const std::string text = shim::encode_lease(rec);
+  if (text.empty()) return false;
+  // In place, one write of a fixed size: no new blocks (a full disk still
+  // takes it), and a reader that catches it half-written sees a bad check.
+  int fd = ::open(lease_path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  bool ok = fd >= 0 && ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size());
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok) {
+    warn_limited("agent: cannot write the lease file " + lease_path_ + " (" + std::strerror(err) +
+                 "): the running tasks' supervisors stop them at the deadline written before");
   }
+  return ok;
+}
+
+void Agent::take_lease(Millis sent_at) {
+  const Millis now = lease_clock_.now_ms();
+  if (lease_end_ != 0 && lease_end_ <= now) {
+    // This chain's lease ran out: its supervisors may be stopping their
+    // tasks now, and the server may run them elsewhere. A new chain, so
+    // that none of them counts this lease as its own.
+    chain_ = new_chain_id();
+    lease_end_ = sent_at + lease_ttl_ms() - fence_margin_ms();
+    spdlog::info("agent: a new lease after the last one ran out (chain {})", chain_);
+    (void)write_lease();
+    executor_->set_lease(lease_path_, chain_);
+    return;
+  }
+  lease_end_ = std::max(lease_end_, sent_at + lease_ttl_ms() - fence_margin_ms());
+  (void)write_lease();
 }
 
 // ---------------------------------------------------------- registration
@@ -226,6 +283,7 @@ bool Agent::has_news() { return differs(signatures(current_reports()), reported_
 
 Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
   const Millis now = clock_.now_ms();
+  const Millis lease_sent = lease_clock_.now_ms();
   if (nodes_.empty() || now - nodes_at_ >= config_.inventory_refresh_ms) {
     nodes_ = executor_->inventory();
     nodes_at_ = now;
@@ -263,13 +321,14 @@ Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
   if (auto sample = clock_sample(now, resp->received_at, resp->server_time, clock_.now_ms())) {
     clock_estimate_.add(*sample);
   }
-  if (fenced_) spdlog::warn("agent: the server answers again; reporting the attempts stopped while fenced");
-  fenced_ = false;
+  if (fenced_ && lease_end_ != 0) {
+    spdlog::warn("agent: the server answers again; reporting the attempts stopped while fenced");
+  }
   inventory_.answered(*resp);
-  last_sync_ok_sent_ = now;
-  lease_known_ = true;
+  last_sync_ok_wall_ = now;
   if (resp->lease_ttl_s > 0) server_ttl_s_ = resp->lease_ttl_s;
-  save_lease(false);
+  take_lease(lease_sent);
+  fenced_ = false;
   reported_ = inflight_;
   live_attempts_ = std::any_of(req.attempts.begin(), req.attempts.end(),
                                [](const AttemptReport& a) { return !is_terminal(a.state); });
@@ -341,9 +400,7 @@ Millis Agent::fence_margin_ms() const {
   return std::min<Millis>(5000, lease_ttl_ms() / 6);
 }
 
-bool Agent::fence_due(Millis now) const {
-  return !fenced_ && now >= last_sync_ok_sent_ + lease_ttl_ms() - fence_margin_ms();
-}
+bool Agent::fence_due(Millis now) const { return !fenced_ && now >= lease_end_; }
 
 void Agent::fence(Millis now) {
   fenced_ = true;
@@ -356,13 +413,13 @@ void Agent::fence(Millis now) {
     ++stopped;
   }
   spdlog::error(
-      "agent: no successful sync for {} ms (since {}; lease {} s, margin {} ms): fencing, stopped {} attempt(s); "
-      "they are reported when the server answers again",
-      now - last_sync_ok_sent_, format_time(last_sync_ok_sent_), lease_ttl_ms() / 1000, fence_margin_ms(), stopped);
+      "agent: the lease ran out {} ms ago (last answered sync sent {}; lease {} s, margin {} ms): fencing, stopped "
+      "{} attempt(s); they are reported when the server answers again",
+      now - lease_end_, format_time(last_sync_ok_wall_), lease_ttl_ms() / 1000, fence_margin_ms(), stopped);
 }
 
 std::vector<AttemptReport> Agent::tick() {
-  const Millis now = clock_.now_ms();
+  const Millis now = lease_clock_.now_ms();
   if (fence_due(now)) fence(now);
   return current_reports();
 }
@@ -447,7 +504,6 @@ Status Agent::run(std::atomic<bool>& stop) {
     apply(r.value());
     ship_logs();
   }
-  save_lease(true);
   stop_ = nullptr;
   spdlog::info("agent: stopped; running attempts keep running and the next agent on {} adopts them", config_.data_dir);
   return ok_status();

@@ -68,7 +68,10 @@ BOOST_DESCRIBE_STRUCT(SavedCredential, (),
 
 class Agent {
  public:
-  Agent(AgentConfig config, std::unique_ptr<Executor> executor, const Clock& clock = SystemClock::instance());
+  // `clock` dates (reports, the credential); `lease_clock` measures the
+  // lease, on the clock the tasks' supervisors read its deadline on.
+  Agent(AgentConfig config, std::unique_ptr<Executor> executor, const Clock& clock = SystemClock::instance(),
+        const Clock& lease_clock = BootTimeClock::instance());
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -90,7 +93,14 @@ class Agent {
   Status check_config() const;
   void load_state();
   void save_credential();
-  void save_lease(bool force);
+  // The lease file (executors/shim.h): the deadline every supervisor of this
+  // agent's tasks holds. Written in place on every answered sync and when a
+  // new chain begins; false when it could not be (the supervisors then stop
+  // their tasks at the deadline already written).
+  bool write_lease();
+  // A sync sent at `sent_at` (lease clock) was answered: the lease runs to
+  // sent_at + L - m, in the current chain unless its lease ran out meanwhile.
+  void take_lease(Millis sent_at);
 
   Status ensure_registered();
   Status register_with(const std::string& bootstrap_token);  // "" = renew with the current credential
@@ -131,9 +141,12 @@ class Agent {
 
   SavedCredential cred_;
   std::int64_t server_ttl_s_ = 30;
-  Millis last_sync_ok_sent_ = 0;  // agent clock: send time of the last sync that got an answer
-  Millis lease_saved_ = 0;
-  bool lease_known_ = false;  // last_sync_ok_sent_ is a real sync (not just our start time)
+  const Clock& lease_clock_;
+  std::string lease_path_;        // <data_dir>/lease.json
+  std::string boot_id_;           // this boot's; "" when unreadable (no lease is ever valid then)
+  std::string chain_;             // the chain of leases held now (executors/shim.h)
+  Millis lease_end_ = 0;          // lease clock; 0 = no lease held in this chain yet
+  Millis last_sync_ok_wall_ = 0;  // `clock`: when the last answered sync was sent (for messages)
   bool fenced_ = false;
   std::int64_t seq_ = 0;
   Millis backoff_ms_ = 0;

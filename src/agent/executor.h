@@ -107,6 +107,17 @@ class Executor {
   virtual void logs_shipped(const std::string& attempt_id, int replica, std::int64_t new_offset) = 0;
   // The server refuses logs of this attempt (stale epoch): stop shipping them.
   virtual void logs_refused(const std::string& attempt_id) = 0;
+
+  // The agent's lease (executors/shim.h: the file, and the chain of leases
+  // now held). Called before any start and whenever a new chain begins.
+  // Executors whose supervisors hold the lease's deadline (local) start
+  // every attempt under the current chain and stop at once any running
+  // attempt of an older one: its lease ran out before this chain began, so
+  // the server may already run it elsewhere. Others ignore it.
+  virtual void set_lease(const std::string& lease_path, const std::string& chain) {
+    (void)lease_path;
+    (void)chain;
+  }
 };
 
 }  // namespace cp

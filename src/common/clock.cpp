@@ -17,6 +17,17 @@ const SystemClock& SystemClock::instance() {
   return clock;
 }
 
+Millis BootTimeClock::now_ms() const {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<Millis>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+const BootTimeClock& BootTimeClock::instance() {
+  static const BootTimeClock clock;
+  return clock;
+}
+
 std::string format_time(Millis t) {
   if (t == 0) return "";
   std::time_t secs = static_cast<std::time_t>(t / 1000);

@@ -22,6 +22,15 @@ class SystemClock final : public Clock {
   static const SystemClock& instance();
 };
 
+// Milliseconds since this machine booted, suspend included (CLOCK_BOOTTIME):
+// wall-clock steps do not move it. Not a date: for deadlines kept on one
+// machine (the agent's lease, held by its tasks' supervisors too).
+class BootTimeClock final : public Clock {
+ public:
+  Millis now_ms() const override;
+  static const BootTimeClock& instance();
+};
+
 class SimulatedClock final : public Clock {
  public:
   explicit SimulatedClock(Millis start = 1'767'225'600'000) : now_(start) {}  // 2026-01-01T00:00:00Z

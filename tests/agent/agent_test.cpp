@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/executors/local_executor.h"
+#include "agent/executors/shim.h"
 #include "common/ids.h"
 #include "fake_server.h"
 #include "test_util.h"
@@ -482,6 +483,71 @@ TEST_F(AgentTest, RestartedAgentAdoptsAndStillFences) {
     auto r = cp_.last_report("t-restart.1");
     return r && r->state == AttemptState::Lost;
   }));
+}
+
+// The agent dies (here: stops and never comes back, so nothing extends its
+// lease): the supervisors stop its tasks themselves at the lease's deadline,
+// before the server could run them elsewhere (L - m after the last answered
+// sync; the server waits lost_after_s >= L).
+TEST_F(AgentTest, ADeadAgentsTasksAreStoppedByTheirSupervisors) {
+  cp_.set_lease_ttl(2);
+  auto c = agent_config();
+  c.fence_margin_ms = 1000;
+  cp_.add_start(order_for("t-dead", sh("sleep 300 & echo $! > sleeper.pid; wait")));
+  start_agent(c);
+  int sleeper = 0;
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-dead.1");
+    sleeper = read_pid(attempt_dir("t-dead.1") + "/work/sleeper.pid");
+    return r && r->state == AttemptState::Running && sleeper > 0;
+  }));
+  stop_agent();
+  const auto died_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until([&] { return process_gone(sleeper); }, 5000)) << "still running without its agent";
+  EXPECT_LT(std::chrono::steady_clock::now() - died_at, std::chrono::milliseconds(2500));
+  const std::string exit_file = attempt_dir("t-dead.1") + "/r0.exit";
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(exit_file); }));
+  EXPECT_TRUE(slurp(exit_file).starts_with("fenced ")) << slurp(exit_file);
+}
+
+// Restarted within its lease, the agent adopts its attempts and extends the
+// lease: the task goes on as if nothing happened. Restarted after it, the
+// attempts are found fenced and reported Lost, never adopted.
+TEST_F(AgentTest, ARestartedAgentAdoptsOnlyWhileItsLeaseHolds) {
+  cp_.set_lease_ttl(2);
+  auto c = agent_config();
+  c.fence_margin_ms = 1000;
+  cp_.add_start(order_for("t-back", sh("sleep 300 & echo $! > sleeper.pid; wait")));
+  start_agent(c);
+  int sleeper = 0;
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-back.1");
+    sleeper = read_pid(attempt_dir("t-back.1") + "/work/sleeper.pid");
+    return r && r->state == AttemptState::Running && sleeper > 0;
+  }));
+  shim::LeaseRecord before;
+  ASSERT_TRUE(shim::read_lease((dir_.path() + "/lease.json").c_str(), before));
+  stop_agent();
+  start_agent(c);  // at once: well within the lease
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the old deadline: extended meanwhile
+  EXPECT_FALSE(process_gone(sleeper)) << "an adopted attempt was stopped although its lease was extended";
+  shim::LeaseRecord after;
+  ASSERT_TRUE(shim::read_lease((dir_.path() + "/lease.json").c_str(), after));
+  EXPECT_STREQ(after.chain, before.chain) << "the same chain goes on";
+  EXPECT_GT(after.deadline_ms, before.deadline_ms);
+  EXPECT_EQ(cp_.last_report("t-back.1")->state, AttemptState::Running);
+
+  stop_agent();
+  ASSERT_TRUE(wait_until([&] { return process_gone(sleeper); }, 5000)) << "not fenced while the agent was away";
+  start_agent(c);
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-back.1");
+    return r && r->state == AttemptState::Lost;
+  }));
+  EXPECT_NE(cp_.last_report("t-back.1")->message.find("lease ran out"), std::string::npos)
+      << cp_.last_report("t-back.1")->message;
+  ASSERT_TRUE(shim::read_lease((dir_.path() + "/lease.json").c_str(), after));
+  EXPECT_STRNE(after.chain, before.chain) << "a lease taken after one ran out begins a new chain";
 }
 
 // A credential with little life left is renewed with itself as the bearer.

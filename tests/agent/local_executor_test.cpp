@@ -10,9 +10,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
 
 #include "agent/executors/host_probe.h"
 #include "agent/executors/shim.h"
@@ -569,6 +574,169 @@ TEST(HostProbe, MissingNvmlIsNormal) {
   EXPECT_TRUE(nvml.devices().empty());
 }
 
+// ---- the agent's lease, held by the shims (executors/shim.h)
+
+std::string this_boot() {
+  char b[shim::kBootIdSize + 1];
+  EXPECT_TRUE(shim::read_boot_id(b));
+  return b;
+}
+
+constexpr const char* kChainA = "aaaaaaaaaaaaaaaa";
+constexpr const char* kChainB = "bbbbbbbbbbbbbbbb";
+
+// Writes the lease record as the agent does: in place, one write.
+void write_lease(const std::string& path, const std::string& chain, Millis deadline_ms, Millis grace_ms = 1000,
+                 const std::string& boot = this_boot()) {
+  shim::LeaseRecord r;
+  std::snprintf(r.boot_id, sizeof r.boot_id, "%s", boot.c_str());
+  std::snprintf(r.chain, sizeof r.chain, "%s", chain.c_str());
+  r.deadline_ms = deadline_ms;
+  r.grace_ms = grace_ms;
+  r.ttl_s = 30;
+  const std::string text = shim::encode_lease(r);
+  ASSERT_EQ(text.size(), shim::kLeaseRecordSize);
+  std::ofstream(path, std::ios::binary | std::ios::in | std::ios::out | std::ios::trunc) << text;
+}
+
+// A command that appends a mark every 50 ms until it is stopped; its pid is in work/pid.
+std::vector<std::string> marking() { return sh("echo $$ > pid; while true; do date +%s%N >> marks; sleep 0.05; done"); }
+
+std::int64_t last_mark_ns(const std::string& marks) {
+  std::istringstream in(slurp(marks));
+  std::int64_t v = 0, last = 0;
+  while (in >> v) last = v;
+  return last;
+}
+
+std::int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Nobody extends the lease (the agent died): at its deadline the shim stops
+// the command by itself (SIGTERM; the grace; SIGKILL for the group), says why
+// in the log and in the exit file, and the attempt reads Lost.
+TEST_P(LocalExecutorTest, TheShimStopsItsCommandWhenTheLeaseRunsOut) {
+  const std::string lease = dir_.path() + "/lease.json";
+  const Millis deadline = shim::boottime_ms() + 1500;
+  write_lease(lease, kChainA, deadline, 300);
+  auto o = order_for("t-lease", 1, sh("trap '' TERM; " + marking()[2]));  // ignores TERM: killed after the grace
+  {
+    LocalExecutor ex(config());
+    ex.set_lease(lease, kChainA);
+    ASSERT_TRUE(ex.start(o).ok());
+    ASSERT_TRUE(wait_until([&] { return read_pid(work("t-lease.1") + "/pid") > 0; }));
+  }  // the agent is gone: nothing polls, nothing extends
+  const int pid = read_pid(work("t-lease.1") + "/pid");
+  ASSERT_TRUE(wait_until([&] { return process_gone(pid); }, 10000)) << "the shim did not fence";
+  const Millis gone_at = shim::boottime_ms();
+  EXPECT_GE(gone_at, deadline + 300) << "stopped before its deadline and grace";
+  EXPECT_LT(gone_at, deadline + 300 + 1500) << "stopped long after its deadline";
+  const std::int64_t last = last_mark_ns(work("t-lease.1") + "/marks");
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(dir_.path() + "/attempts/t-lease.1/r0.exit"); }));
+  EXPECT_EQ(slurp(dir_.path() + "/attempts/t-lease.1/r0.exit"), "fenced signal 9\n");
+  EXPECT_EQ(last, last_mark_ns(work("t-lease.1") + "/marks")) << "marks after the fence";
+
+  LocalExecutor next(config());
+  next.set_lease(lease, kChainB);
+  auto r = wait_terminal(next, "t-lease.1");
+  EXPECT_EQ(r.state, AttemptState::Lost);
+  EXPECT_NE(r.message.find("lease ran out"), std::string::npos) << r.message;
+  EXPECT_NE(all_logs(next, "t-lease.1").find("the agent's lease ran out"), std::string::npos);
+}
+
+// While the agent extends the lease the command runs on; once it stops
+// extending, the command ends within the grace (TERM honoured here).
+TEST_P(LocalExecutorTest, AnExtendedLeaseKeepsTheCommandRunning) {
+  const std::string lease = dir_.path() + "/lease.json";
+  write_lease(lease, kChainA, shim::boottime_ms() + 400, 2000);
+  LocalExecutor ex(config());
+  ex.set_lease(lease, kChainA);
+  ASSERT_TRUE(ex.start(order_for("t-extend", 1, marking())).ok());
+  ASSERT_TRUE(wait_until([&] { return read_pid(work("t-extend.1") + "/pid") > 0; }));
+  const int pid = read_pid(work("t-extend.1") + "/pid");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+  while (std::chrono::steady_clock::now() < until) {
+    write_lease(lease, kChainA, shim::boottime_ms() + 400, 2000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(process_gone(pid)) << "stopped although the lease was extended";
+  EXPECT_EQ(report(ex, "t-extend.1")->state, AttemptState::Running);
+  const std::int64_t stopped_extending = realtime_ns();
+  auto r = wait_terminal(ex, "t-extend.1");
+  EXPECT_EQ(r.state, AttemptState::Lost);
+  EXPECT_EQ(slurp(dir_.path() + "/attempts/t-extend.1/r0.exit"), "fenced signal 15\n");
+  EXPECT_LT(last_mark_ns(work("t-extend.1") + "/marks") - stopped_extending, 1'500'000'000LL);
+}
+
+// A record of another chain, of another boot, torn or missing is a lease
+// that has run out.
+TEST_P(LocalExecutorTest, ALeaseOfAnotherChainOrBootOrNoneAtAllHasRunOut) {
+  const std::string lease = dir_.path() + "/lease.json";
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      {"another chain", [&] { write_lease(lease, kChainB, shim::boottime_ms() + 60000); }},
+      {"another boot",
+       [&] { write_lease(lease, kChainA, shim::boottime_ms() + 60000, 0, "00000000-0000-0000-0000-000000000000"); }},
+      {"torn", [&] { std::ofstream(lease, std::ios::binary | std::ios::in | std::ios::out) << "{\"version\":1,\"boo"; }},
+      {"missing", [&] { std::filesystem::remove(lease); }},
+  };
+  int n = 0;
+  for (const auto& [what, spoil] : cases) {
+    const std::string task = "t-spoilt" + std::to_string(++n);
+    write_lease(lease, kChainA, shim::boottime_ms() + 1200, 0);
+    LocalExecutor ex(config());
+    ex.set_lease(lease, kChainA);
+    ASSERT_TRUE(ex.start(order_for(task, 1, marking())).ok()) << what;
+    ASSERT_TRUE(wait_until([&] { return read_pid(work(task + ".1") + "/pid") > 0; })) << what;
+    spoil();
+    auto r = wait_terminal(ex, task + ".1", 5000);
+    EXPECT_EQ(r.state, AttemptState::Lost) << what;
+    EXPECT_TRUE(slurp(dir_.path() + "/attempts/" + task + ".1/r0.exit").starts_with("fenced signal ")) << what;
+  }
+}
+
+// A lease that has already run out when the gate opens runs nothing.
+TEST_P(LocalExecutorTest, NothingStartsUnderALeaseThatHasRunOut) {
+  const std::string lease = dir_.path() + "/lease.json";
+  write_lease(lease, kChainA, shim::boottime_ms() - 1);
+  LocalExecutor ex(config());
+  ex.set_lease(lease, kChainA);
+  ASSERT_TRUE(ex.start(order_for("t-late", 1, sh("touch ran"))).ok());
+  auto r = wait_terminal(ex, "t-late.1");
+  EXPECT_EQ(r.state, AttemptState::Lost);
+  EXPECT_FALSE(std::filesystem::exists(work("t-late.1") + "/ran"));
+  EXPECT_NE(all_logs(ex, "t-late.1").find("not started"), std::string::npos);
+}
+
+// A restarted agent in the same chain adopts what runs; one that begins a
+// new chain (its lease ran out meanwhile) stops at once what ran under the
+// old one, and reports it Lost, never Running.
+TEST_P(LocalExecutorTest, OnlyAttemptsOfTheCurrentChainAreAdopted) {
+  const std::string lease = dir_.path() + "/lease.json";
+  write_lease(lease, kChainA, shim::boottime_ms() + 60000);
+  {
+    LocalExecutor first(config());
+    first.set_lease(lease, kChainA);
+    ASSERT_TRUE(first.start(order_for("t-chain", 1, marking())).ok());
+    ASSERT_TRUE(wait_until([&] { return read_pid(work("t-chain.1") + "/pid") > 0; }));
+  }
+  const int pid = read_pid(work("t-chain.1") + "/pid");
+  {
+    LocalExecutor same(config());
+    same.set_lease(lease, kChainA);
+    EXPECT_EQ(report(same, "t-chain.1")->state, AttemptState::Running);
+    EXPECT_FALSE(process_gone(pid));
+  }
+  LocalExecutor next(config());
+  next.set_lease(lease, kChainB);
+  EXPECT_TRUE(process_gone(pid) || wait_until([&] { return process_gone(pid); }, 2000));
+  auto r = wait_terminal(next, "t-chain.1");
+  EXPECT_EQ(r.state, AttemptState::Lost);
+  EXPECT_NE(r.message.find("not adopted"), std::string::npos) << r.message;
+}
+
 INSTANTIATE_TEST_SUITE_P(Supervisor, LocalExecutorTest, ::testing::Values(true, false),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "ShimProgram" : "ForkedShim";
@@ -617,6 +785,39 @@ TEST(SupervisedProcess, ExitRecords) {
   EXPECT_FALSE(parse_exit_record("exit -1").has_value());
   EXPECT_FALSE(parse_exit_record("quit 1").has_value());
   EXPECT_EQ(parse_exit_record("exit 0")->text(), "exit 0");
+  EXPECT_TRUE(parse_exit_record("fenced signal 15\n")->fenced);
+  EXPECT_EQ(parse_exit_record("fenced signal 15")->exit_code(), 143);
+  EXPECT_EQ(parse_exit_record("fenced exit 0")->text(), "fenced exit 0");
+  EXPECT_FALSE(parse_exit_record("exit 0")->fenced);
+  EXPECT_FALSE(parse_exit_record("fenced").has_value());
+}
+
+TEST(SupervisedProcess, LeaseRecordsRoundTripAndATornOneIsRefused) {
+  shim::LeaseRecord r;
+  std::snprintf(r.boot_id, sizeof r.boot_id, "%s", "0123456789abcdef0123456789abcdef0123");
+  std::snprintf(r.chain, sizeof r.chain, "%s", "00ff00ff00ff00ff");
+  r.deadline_ms = 123456789;
+  r.grace_ms = 2500;
+  r.ttl_s = 30;
+  const std::string text = shim::encode_lease(r);
+  ASSERT_EQ(text.size(), shim::kLeaseRecordSize);
+  EXPECT_TRUE(parse_json(text).ok()) << "the record is JSON for whoever looks at it: " << text;
+  shim::LeaseRecord back;
+  ASSERT_TRUE(shim::parse_lease(text.data(), text.size(), back));
+  EXPECT_STREQ(back.boot_id, r.boot_id);
+  EXPECT_STREQ(back.chain, r.chain);
+  EXPECT_EQ(back.deadline_ms, 123456789);
+  EXPECT_EQ(back.grace_ms, 2500);
+  EXPECT_EQ(back.ttl_s, 30);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    std::string torn = text;
+    torn[i] = torn[i] == '7' ? '8' : '7';
+    EXPECT_FALSE(shim::parse_lease(torn.data(), torn.size(), back)) << "byte " << i;
+  }
+  EXPECT_FALSE(shim::parse_lease(text.data(), text.size() - 1, back));
+  shim::LeaseRecord bad = r;
+  bad.chain[3] = '\0';
+  EXPECT_EQ(shim::encode_lease(bad), "");
 }
 
 TEST(SupervisedProcess, ProcStatOfSelf) {

@@ -139,11 +139,8 @@ struct StepSpec {
 };
 std::string pipeline_json(const std::string& name, const std::string& project, const std::vector<StepSpec>& steps,
                           const std::string& marks, const std::string& pinned = "") {
-  // start, one tick every 0.2 s, end; each line: kind, attempt id, pid, time in ns.
-  const std::string mark = "\"$CUBEPLANE_ATTEMPT_ID $$ $(date +%s%N)\" >> " + marks;
   // Its log says whether Slurm ran it (cl-c's executor).
-  const std::string script = "echo slurm job ${SLURM_JOB_ID:-none}; echo start " + mark + "; i=0; while [ $i -lt $TICKS ]; do echo tick " + mark +
-                             "; sleep 0.2; i=$((i+1)); done; echo end " + mark;
+  const std::string script = "echo slurm job ${SLURM_JOB_ID:-none}; " + marking_script(marks);
   json::array list;
   for (const auto& s : steps) {
     json::object step;
@@ -160,24 +157,6 @@ std::string pipeline_json(const std::string& name, const std::string& project, c
                    {"metadata", json::object{{"name", name}, {"project_group", project}}},
                    {"spec", std::move(spec)}};
   return json::serialize(doc);
-}
-
-struct Mark {
-  std::string kind;  // start | tick | end
-  std::string attempt;
-  pid_t pid = 0;
-  std::int64_t ns = 0;
-};
-std::vector<Mark> read_marks(const std::string& path) {
-  std::vector<Mark> out;
-  std::istringstream lines(read_file(path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream f(line);
-    Mark m;
-    if (f >> m.kind >> m.attempt >> m.pid >> m.ns) out.push_back(m);
-  }
-  return out;
 }
 
 // A process group this test's commands lead: its leader still runs one of
@@ -445,22 +424,11 @@ TEST(FailoverTest, LostTasksRerunOnlyInsideTheirStoragePoolAndNeverOverlap) {
   EXPECT_EQ(clusters_of(b_long), std::vector<std::string>{"cl-b"});
 
   // ------------------------------------------ the marks: never two at once
-  std::map<std::string, std::pair<std::int64_t, std::int64_t>> span;  // attempt -> first, last mark
-  std::map<std::string, std::set<std::string>> ends;                  // attempt -> kinds seen
-  for (const auto& m : read_marks(marks)) {
-    auto [it, fresh] = span.emplace(m.attempt, std::make_pair(m.ns, m.ns));
-    if (!fresh) {
-      it->second.first = std::min(it->second.first, m.ns);
-      it->second.second = std::max(it->second.second, m.ns);
-    }
-    ends[m.attempt].insert(m.kind);
-  }
+  std::map<std::string, std::set<std::string>> ends;  // attempt -> kinds seen
+  const auto all_marks = read_marks(marks);
+  for (const auto& m : all_marks) ends[m.attempt].insert(m.kind);
   for (const auto& id : {c_long, b_long, lost["lost-1"], lost["lost-2"]}) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> runs;
-    for (const auto& [attempt, s] : span) {
-      if (attempt.rfind(id + ".", 0) == 0) runs.push_back(s);
-    }
-    std::sort(runs.begin(), runs.end());
+    const auto runs = attempt_spans(all_marks, id);
     for (std::size_t i = 1; i < runs.size(); ++i) {
       EXPECT_LT(runs[i - 1].second, runs[i].first) << id << ": attempts " << i << " and " << i + 1 << " overlap";
     }

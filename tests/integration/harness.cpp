@@ -8,8 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -40,6 +42,41 @@ bool process_alive(pid_t pid) {
   std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   auto close = stat.rfind(')');
   return !(close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z');
+}
+
+std::vector<Mark> read_marks(const std::string& path) {
+  std::vector<Mark> out;
+  std::istringstream lines(read_file(path));
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    Mark m;
+    if (f >> m.kind >> m.attempt >> m.pid >> m.ns) out.push_back(m);
+  }
+  return out;
+}
+
+std::string marking_script(const std::string& marks_path) {
+  const std::string mark = "\"$CUBEPLANE_ATTEMPT_ID $$ $(date +%s%N)\" >> " + marks_path;
+  return "echo start " + mark + "; i=0; while [ $i -lt $TICKS ]; do echo tick " + mark +
+         "; sleep 0.2; i=$((i+1)); done; echo end " + mark;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> attempt_spans(const std::vector<Mark>& marks,
+                                                                 const std::string& task_id) {
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> span;
+  for (const auto& m : marks) {
+    if (!m.attempt.starts_with(task_id + ".")) continue;
+    auto [it, fresh] = span.emplace(m.attempt, std::make_pair(m.ns, m.ns));
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, m.ns);
+      it->second.second = std::max(it->second.second, m.ns);
+    }
+  }
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (const auto& [attempt, s] : span) out.push_back(s);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 bool eventually(const std::function<bool()>& ready, std::chrono::milliseconds timeout,

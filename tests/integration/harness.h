@@ -90,6 +90,24 @@ class Platform {
   std::string url_;
 };
 
+// Marks that the tasks of integration tests write themselves, one line
+// each: kind (start | tick | end), attempt id, pid, date +%s%N. "Ran once"
+// and "never overlapped" are measured on them, not assumed.
+struct Mark {
+  std::string kind;
+  std::string attempt;
+  pid_t pid = 0;
+  std::int64_t ns = 0;
+};
+std::vector<Mark> read_marks(const std::string& path);
+// A shell script that appends a start mark, a tick every 0.2 s ($TICKS of
+// them), and an end mark to `marks_path`.
+std::string marking_script(const std::string& marks_path);
+// First and last mark of each attempt whose id starts with `task_id + "."`,
+// in order of their first marks.
+std::vector<std::pair<std::int64_t, std::int64_t>> attempt_spans(const std::vector<Mark>& marks,
+                                                                 const std::string& task_id);
+
 // The REST API of a running server, one fresh connection per call.
 struct Api {
   std::string url;

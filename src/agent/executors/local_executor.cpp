@@ -26,6 +26,12 @@ namespace {
 
 constexpr std::string_view kLostAfterRestart = "lost: agent restarted and the process is gone";
 constexpr std::string_view kLostShim = "lost: the supervisor process is gone";
+constexpr std::string_view kFencedByShim =
+    "lost: stopped by its supervisor when the agent's lease ran out (the agent was dead, hung or cut off from the "
+    "control plane)";
+constexpr std::string_view kFencedOnAdoption =
+    "lost: the agent's lease ran out before this agent took over (the server may run it elsewhere): stopped, "
+    "not adopted";
 
 // Ids from the server become directory names: keep them to a safe alphabet.
 bool safe_name(const std::string& s) {
@@ -295,6 +301,7 @@ Result<LocalExecutor::Live*> LocalExecutor::record_start(const StartOrder& order
   Live a;
   a.rec.order = order;
   a.rec.started_at = clock_.now_ms();
+  a.rec.lease_chain = lease_chain_;
   std::vector<ReplicaPlacement> placements = order.placements;
   if (placements.empty()) placements.push_back(ReplicaPlacement{});
   for (const auto& p : placements) {
@@ -346,6 +353,8 @@ std::vector<std::optional<SpawnedProcess>> LocalExecutor::spawn_shims(Live& a) {
     spec.exit_path = exit_path(order.attempt_id, r.replica);
     spec.shim_program = config_.shim_program;
     spec.dirs = {spec.work_dir, config_.data_dir + "/checkpoints/" + order.task_id};
+    spec.lease_path = lease_path_;
+    spec.lease_chain = a.rec.lease_chain;
     auto spawned = spawn_supervised(spec);
     if (!spawned.ok()) {
       r.outcome = "error: " + spawned.error().message;
@@ -449,13 +458,19 @@ void LocalExecutor::refresh(Live& a) {
     std::string failure;
     // No exit record: the outcome is unknown (e.g. the agent died between
     // journaling and spawning). Lost, not Failed, so the server runs it anew.
-    const bool outcome_unknown = first_failure && first_failure->outcome == "lost";
+    bool outcome_unknown = first_failure && first_failure->outcome == "lost";
     if (first_failure) {
       const auto& o = first_failure->outcome;
       if (auto ex = parse_exit_record(o)) {
         exit_code = ex->exit_code();
         failure = ex->signaled ? "killed by signal " + std::to_string(ex->number)
                                : "exited with code " + std::to_string(ex->number);
+        if (ex->fenced) {
+          // Stopped by its shim at the lease's deadline: Lost, so that the
+          // server runs it again (it may have already).
+          outcome_unknown = true;
+          if (rec.fence_note.empty()) rec.fence_note = kFencedByShim;
+        }
       } else {
         exit_code.reset();
         failure = o == "lost" ? std::string(a.adopted ? kLostAfterRestart : kLostShim) : o.substr(7);  // "error: "
@@ -463,7 +478,10 @@ void LocalExecutor::refresh(Live& a) {
       if (rec.replicas.size() > 1) failure = "replica " + std::to_string(first_failure->replica) + ": " + failure;
     }
     rec.exit_code = exit_code;
-    if (!rec.stop_reason.empty()) {
+    if (!rec.fence_note.empty() && (rec.stop_reason.empty() || rec.stop_reason == kStopLost)) {
+      rec.state = AttemptState::Lost;
+      rec.message = rec.fence_note;
+    } else if (!rec.stop_reason.empty()) {
       rec.state = reason_state(rec.stop_reason);
       rec.message = stop_message(rec.stop_reason, rec.killed);
     } else if (first_failure) {
@@ -653,6 +671,27 @@ void LocalExecutor::logs_refused(const std::string& attempt_id) {
   it->second.rec.logs_refused = true;
   (void)save(it->second);
   maybe_remove(attempt_id);
+}
+
+void LocalExecutor::set_lease(const std::string& lease_path, const std::string& chain) {
+  std::lock_guard lock(mu_);
+  lease_path_ = lease_path;
+  if (chain == lease_chain_) return;
+  lease_chain_ = chain;
+  for (auto& [id, a] : attempts_) {
+    refresh(a);
+    if (a.rec.terminal || a.rec.lease_chain == chain) continue;
+    // Its lease ran out before this chain began: its shim stops it too, at
+    // its next look at the lease file; this does not wait for that.
+    spdlog::warn("local executor: attempt {} ran under a lease that has run out; stopping it", id);
+    if (a.rec.stop_reason.empty() && !a.rec.gang_stop) a.rec.stop_reason = kStopLost;
+    a.rec.fence_note = kFencedOnAdoption;
+    a.rec.kill_at = clock_.now_ms();
+    signal_running(a, SIGKILL);
+    a.rec.killed = true;
+    (void)save(a);
+    refresh(a);
+  }
 }
 
 ResourceUse LocalExecutor::use_so_far(const std::string& attempt_id) {

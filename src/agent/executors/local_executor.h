@@ -87,6 +87,7 @@ class LocalExecutor final : public Executor {
   std::vector<LogPiece> read_new_logs(std::size_t max_bytes) override;
   void logs_shipped(const std::string& attempt_id, int replica, std::int64_t new_offset) override;
   void logs_refused(const std::string& attempt_id) override;
+  void set_lease(const std::string& lease_path, const std::string& chain) override;
 
   // For tests and diagnostics.
   const std::string& data_dir() const { return config_.data_dir; }
@@ -125,6 +126,8 @@ class LocalExecutor final : public Executor {
     bool logs_refused = false;  // the server refuses its logs (stale epoch)
     std::vector<ReplicaRecord> replicas;
     ResourceUse use;  // sampled while it ran
+    std::string lease_chain;  // the agent's lease chain it runs under ("" = none: started before leases)
+    std::string fence_note;   // why it was stopped for a lease that ran out; "" when it was not
   };
 
   // The latest whole record of an attempt's journal (journal.json, appended:
@@ -173,12 +176,14 @@ class LocalExecutor final : public Executor {
   HostFacts facts_;
   std::string engine_problem_;  // "" when healthy
   std::int64_t last_sample_ns_ = 0;  // steady clock; 0 = none yet
+  std::string lease_path_;   // the agent's lease file; "" until set_lease (no deadline)
+  std::string lease_chain_;  // the chain new attempts start under
 };
 
 BOOST_DESCRIBE_STRUCT(LocalExecutor::ReplicaRecord, (),
                       (replica, node, shim_pid, pgid, shim_start_ticks, outcome, finished_seq, log_shipped))
 BOOST_DESCRIBE_STRUCT(LocalExecutor::AttemptRecord, (),
                       (version, order, started_at, stop_reason, kill_at, killed, gang_stop, terminal, state, exit_code,
-                       message, finished_at, acked, logs_refused, replicas, use))
+                       message, finished_at, acked, logs_refused, replicas, use, lease_chain, fence_note))
 
 }  // namespace cp

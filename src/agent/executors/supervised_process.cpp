@@ -23,11 +23,17 @@
 
 namespace cp {
 
-std::string ExitRecord::text() const { return (signaled ? "signal " : "exit ") + std::to_string(number); }
+std::string ExitRecord::text() const {
+  return (fenced ? "fenced " : "") + std::string(signaled ? "signal " : "exit ") + std::to_string(number);
+}
 
 std::optional<ExitRecord> parse_exit_record(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   ExitRecord r;
+  if (text.starts_with("fenced ")) {
+    r.fenced = true;
+    text.remove_prefix(7);
+  }
   std::string_view num;
   if (text.starts_with("exit ")) {
     num = text.substr(5);
@@ -255,7 +261,8 @@ Result<SpawnedProcess> spawn_supervised(const SpawnSpec& spec) {
   // itself; for a forked shim the plan is built here, before the fork, as it
   // makes only async-signal-safe calls (shim.h).
   auto plan = std::make_unique<shim::ShimPlan>();
-  plan->spec = shim::ShimSpec{spec.argv, spec.env, spec.work_dir, spec.log_path, spec.exit_path, spec.dirs};
+  plan->spec = shim::ShimSpec{spec.argv,      spec.env,        spec.work_dir,   spec.log_path,
+                              spec.exit_path, spec.dirs, spec.lease_path, spec.lease_chain};
   if (!exec) shim::prepare(*plan);
 
   int report[2];

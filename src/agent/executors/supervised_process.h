@@ -46,6 +46,10 @@ struct SpawnSpec {
   std::string exit_path;          // absolute
   std::string shim_program;       // cubeplane-shim; "" = fork this process as the shim
   std::vector<std::string> dirs;  // made by the shim before the command (mkdir, one level each)
+  // The agent's lease file and chain (shim.h): the shim stops the command
+  // when that lease runs out. "" = no deadline.
+  std::string lease_path;
+  std::string lease_chain;
 };
 
 // cubeplane-shim beside this process's executable, when it is there and
@@ -114,11 +118,12 @@ bool supervised_alive(int pid, std::int64_t start_ticks);
 struct ExitRecord {
   bool signaled = false;
   int number = 0;  // exit code, or signal number
+  bool fenced = false;  // the shim stopped it because the agent's lease ran out
   // Exit code as a shell reports it: N, or 128+N for "killed by signal N".
   int exit_code() const { return signaled ? 128 + number : number; }
-  std::string text() const;  // "exit 3", "signal 9"
+  std::string text() const;  // "exit 3", "signal 9", "fenced signal 15"
 };
-// Parses "exit N" / "signal N" (trailing newline allowed).
+// Parses "exit N" / "signal N", either after "fenced " (trailing newline allowed).
 std::optional<ExitRecord> parse_exit_record(std::string_view text);
 std::optional<ExitRecord> read_exit_file(const std::string& path);
 
