@@ -1,4 +1,4 @@
-// clusters ls|get|create|token, nodes ls|label|maintenance
+// clusters ls|get|create|token|confirm-lost, nodes ls|label|maintenance
 #include <memory>
 
 #include "cli/commands.h"
@@ -111,6 +111,29 @@ void add_clusters_token(CLI::App& clusters, ClientContext& ctx) {
   });
 }
 
+// The --help of confirm-lost: what it does, and what to check first.
+constexpr const char* kConfirmLostHelp =
+    "When the agent of a Slurm or Kubernetes cluster falls silent, the cluster goes offline and its attempts\n"
+    "become Unknown: their jobs may still run, so they are not rerun until the agent reports their end.\n"
+    "confirm-lost states that they are gone: each Unknown attempt becomes Lost and its task is requeued in the\n"
+    "cluster's storage pool. Make sure first that the jobs really are gone (Slurm: squeue; Kubernetes: kubectl\n"
+    "get pods), or a task runs twice at once. Platform admins only; the cluster must be offline.";
+
+void add_clusters_confirm_lost(CLI::App& clusters, ClientContext& ctx) {
+  auto* sub = clusters.add_subcommand(
+      "confirm-lost", "Confirm that an offline cluster's Unknown attempts are gone; their tasks rerun (admin)");
+  auto id = std::make_shared<std::string>();
+  sub->add_option("NAME", *id, "Cluster id")->required();
+  on_run(sub, ctx, [&ctx, id] {
+    auto api = connect(ctx);
+    if (!api) return fail(ctx, api.error());
+    auto answer = (*api)->post(cluster_path(*id) + "/confirm-lost", json::object{});
+    if (!answer) return fail(ctx, answer.error());
+    return print(ctx, *answer, [&](const json::value& v) { return confirm_lost_text(v, language(ctx)); });
+  });
+  sub->footer(std::string(kConfirmLostHelp) + "\n\n" + sub->get_footer());
+}
+
 void add_nodes(CLI::App& app, ClientContext& ctx) {
   auto* nodes = app.add_subcommand("nodes", "List nodes; set labels and maintenance");
   nodes->require_subcommand(1);
@@ -167,6 +190,7 @@ void register_cluster_commands(CLI::App& app, ClientContext& ctx) {
   add_clusters_ls_get(*clusters, ctx);
   add_clusters_create(*clusters, ctx);
   add_clusters_token(*clusters, ctx);
+  add_clusters_confirm_lost(*clusters, ctx);
   add_nodes(app, ctx);
 }
 

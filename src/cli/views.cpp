@@ -249,7 +249,11 @@ std::string clusters_table(const json::array& clusters, Millis now) {
     Millis expires = millis_at(c, "credential_expires_at");
     std::string expiry = format_time_short(expires);
     if (expires != 0 && expires <= now) expiry += " (expired)";
-    t.add_row({str_at(c, "id"), or_dash(str_at(c, "executor")), or_dash(str_at(c, "state")),
+    std::string state = or_dash(str_at(c, "state"));
+    if (std::int64_t unknown = int_at(c, "unknown_attempts"); unknown > 0) {
+      state += " (" + std::to_string(unknown) + " unknown)";
+    }
+    t.add_row({str_at(c, "id"), or_dash(str_at(c, "executor")), state,
                or_dash(str_at(c, "state_reason")), or_dash(str_at(c, "storage_pool")),
                contact == 0 ? "never" : format_age(now, contact) + " ago", expiry});
   }
@@ -276,6 +280,11 @@ std::string cluster_details(const json::value& c, Millis now) {
   if (!str_at(c, "agent_version").empty()) agent += (agent.empty() ? "" : " ") + ("v" + str_at(c, "agent_version"));
   d.add("Agent", or_dash(agent));
   d.add("Created", age_ago(now, millis_at(c, "created_at")));
+  if (std::int64_t unknown = int_at(c, "unknown_attempts"); unknown > 0) {
+    d.add("Unknown attempts", std::to_string(unknown) +
+                                  " (their jobs may still run: once they are gone, cubeplane clusters confirm-lost " +
+                                  str_at(c, "id") + ")");
+  }
   return d.render();
 }
 
@@ -554,6 +563,19 @@ std::string secret_text(const json::value& answer, std::string_view lang) {
   Millis expires = millis_at(answer, "expires_at");
   d.add(zh ? "过期时间" : "Expires", expires == 0 ? (zh ? "永不" : "never") : format_time_short(expires));
   return d.render() + (zh ? "该令牌只显示这一次，请妥善保存。\n" : "The token is shown only once; keep it safe.\n");
+}
+
+std::string confirm_lost_text(const json::value& answer, std::string_view lang) {
+  bool zh = is_chinese(lang);
+  std::string out = localized_message(answer, lang) + "\n";
+  const json::value* confirmed = member(answer, "confirmed");
+  if (confirmed == nullptr || !confirmed->is_array()) return out;
+  for (const auto& c : confirmed->get_array()) {
+    const bool requeued = str_at(c, "requeued") == "true";
+    out += "  " + str_at(c, "attempt") + (zh ? "（任务 " : " (task ") + str_at(c, "task") + (zh ? "）：" : "): ") +
+           (requeued ? (zh ? "已重新排队" : "requeued") : (zh ? "未重新排队" : "not requeued")) + "\n";
+  }
+  return out;
 }
 
 std::string kind_slug(std::string_view kind) {

@@ -55,6 +55,9 @@ std::string audit_table(const json::array& entries);
 
 // A one-time secret (bootstrap token, API token): the token and when it expires.
 std::string secret_text(const json::value& answer, std::string_view lang);
+// POST /clusters/{id}/confirm-lost: the server's message, then each attempt
+// confirmed, its task and whether it was requeued.
+std::string confirm_lost_text(const json::value& answer, std::string_view lang);
 
 // The kind of a document as `apply` prints it: "ResourceGroup" -> "resourcegroup".
 std::string kind_slug(std::string_view kind);

@@ -4,6 +4,24 @@
 namespace cp::http::detail {
 namespace {
 
+// A cluster as the API shows it: the stored fields and `unknown_attempts`,
+// how many of its attempts are Unknown (server/unknown_attempts.h).
+Result<json::array> clusters_json(ControlPlane& cp, const std::vector<Cluster>& clusters) {
+  std::vector<std::string> ids;
+  ids.reserve(clusters.size());
+  for (const auto& c : clusters) ids.push_back(c.id);
+  CP_ASSIGN(auto unknown, cp.unknown_attempt_counts(ids));
+  json::array out;
+  out.reserve(clusters.size());
+  for (const auto& c : clusters) {
+    json::value v = to_json(c);
+    auto it = unknown.find(c.id);
+    v.as_object()["unknown_attempts"] = it == unknown.end() ? 0 : it->second;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 json::value node_json(const Node& n) {
   json::value v = to_json(n);
   v.as_object()["effective_labels"] = to_json(n.effective_labels());
@@ -14,10 +32,14 @@ json::value node_json(const Node& n) {
 }  // namespace
 
 void add_cluster_routes(Router& router, ControlPlane& cp) {
-  router.add("GET", "/api/v1/clusters", {.summary = "List clusters", .tag = "clusters", .response = "list of Cluster"},
+  router.add("GET", "/api/v1/clusters",
+             {.summary = "List clusters",
+              .tag = "clusters",
+              .response = "list of Cluster, each with unknown_attempts"},
              user_route(cp, [&cp](Request&, const Principal& p) -> Result<Response> {
                CP_ASSIGN(auto clusters, cp.list_clusters(p));
-               return list_of(clusters);
+               CP_ASSIGN(auto items, clusters_json(cp, clusters));
+               return list_response(std::move(items));
              }));
 
   router.add("POST", "/api/v1/clusters",
@@ -35,10 +57,13 @@ void add_cluster_routes(Router& router, ControlPlane& cp) {
              }));
 
   router.add("GET", "/api/v1/clusters/{id}",
-             {.summary = "A cluster with its state and the reason for it", .tag = "clusters", .response = "Cluster"},
+             {.summary = "A cluster with its state and the reason for it",
+              .tag = "clusters",
+              .response = "Cluster, with unknown_attempts"},
              user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
                CP_ASSIGN(auto cluster, cp.get_cluster(p, req.param("id")));
-               return ok_json(to_json(cluster));
+               CP_ASSIGN(auto items, clusters_json(cp, {cluster}));
+               return ok_json(items.front());
              }));
 
   router.add("PATCH", "/api/v1/clusters/{id}",
@@ -74,6 +99,23 @@ void add_cluster_routes(Router& router, ControlPlane& cp) {
                CP_ASSIGN(auto body, json_body(req, /*allow_empty=*/true));
                CP_ASSIGN(auto token, cp.create_bootstrap_token(p, req.param("id"), body));
                return ok_json(token, 201);
+             }));
+
+  router.add("POST", "/api/v1/clusters/{id}/confirm-lost",
+             {.summary = "Confirm that the Unknown attempts of an offline cluster are gone: they end Lost and their "
+                         "tasks requeue in the cluster's storage pool (admin)",
+              .tag = "clusters",
+              .auth = AuthKind::admin,
+              .response = "{\"cluster\", \"confirmed\": [{\"attempt\", \"task\", \"requeued\"}], \"message\", "
+                          "\"message_zh\"}",
+              .description = "For Slurm and Kubernetes clusters whose agent fell silent: their jobs may still run, "
+                             "so their attempts are Unknown and nothing reruns until the agent reports their end or "
+                             "a platform admin confirms them lost here, after checking that the jobs are gone "
+                             "(squeue, kubectl get pods). 409 while the cluster is not offline (its agent reports "
+                             "its attempts itself); with nothing Unknown, 200 and nothing changes."},
+             user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
+               CP_ASSIGN(auto answer, cp.confirm_lost(p, req.param("id")));
+               return ok_json(answer);
              }));
 
   router.add("GET", "/api/v1/nodes",

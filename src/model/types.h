@@ -331,7 +331,14 @@ struct ReplicaPlacement {
 };
 BOOST_DESCRIBE_STRUCT(ReplicaPlacement, (), (replica, node, gpu_indices))
 
-BOOST_DEFINE_ENUM_CLASS(AttemptState, Dispatched, Running, Stopping, Succeeded, Failed, Cancelled, Preempted, Lost)
+// Unknown: its cluster fell silent, and its job may still run where the
+// agent does not supervise it (Slurm, Kubernetes: DESIGN.md "Fencing and
+// outages"). Not terminal: it still holds what it was given, its task keeps
+// it, and nothing reruns until its agent reports its end or a platform admin
+// confirms it lost (server/unknown_attempts.h). Last, so that stored names
+// and codes of the others stay as they were.
+BOOST_DEFINE_ENUM_CLASS(AttemptState, Dispatched, Running, Stopping, Succeeded, Failed, Cancelled, Preempted, Lost,
+                        Unknown)
 bool is_terminal(AttemptState s);
 
 struct Attempt {
@@ -344,7 +351,7 @@ struct Attempt {
   Resources resources;  // per replica (placements.size() replicas); gpu names the type placed on
   AttemptState state = AttemptState::Dispatched;
   std::optional<int> exit_code;
-  std::string stop_reason;  // cancel | preempt | superseded | lost
+  std::string stop_reason;  // cancel | preempt | superseded | lost; kept while Unknown
   std::string message;
   Millis created_at = 0;
   Millis started_at = 0;

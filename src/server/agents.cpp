@@ -5,6 +5,7 @@
 //   start  = attempts of the cluster that are Dispatched and not yet reported
 //   stop   = attempts marked Stopping (cancel, preempt), and any attempt the
 //            agent reports that the server does not hold live at that epoch
+//            (an Unknown attempt is held live: its report is taken)
 //   ack    = terminal reports the server has stored
 #include <algorithm>
 #include <set>
@@ -15,6 +16,7 @@
 #include "server/control_plane.h"
 #include "server/internal.h"
 #include "server/preflight.h"
+#include "server/unknown_attempts.h"
 
 namespace cp {
 
@@ -415,6 +417,12 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
         continue;
       }
       a->lease_renewed_at = now;
+      if (a->state == AttemptState::Unknown) {
+        // Its cluster was silent, and now its agent tells (unknown_attempts.h):
+        // back to what it was, nothing having rerun meanwhile; an end is then
+        // recorded as any end.
+        CP_TRY(internal::resume_unknown(tx, *a, now, actor));
+      }
       if (is_terminal(r.state)) {
         CP_TRY(finish_attempt(tx, *a, r, now, actor));
         resp.ack.push_back(r.attempt_id);

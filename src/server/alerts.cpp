@@ -31,6 +31,7 @@
 #include "server/alert_rules.h"
 #include "server/control_plane.h"
 #include "server/internal.h"
+#include "server/unknown_attempts.h"
 
 namespace cp {
 
@@ -244,6 +245,15 @@ static Result<std::vector<AlertCondition>> gather_conditions(Tx& tx, const Serve
 
   // Clusters and their nodes.
   CP_ASSIGN(auto clusters, tx.list_clusters());
+  // The Unknown attempts of offline clusters wait for an operator
+  // (unknown_attempts.h): the alert says how many, and what to do.
+  std::vector<std::string> offline;
+  for (const auto& cl : clusters) {
+    if (cl.state == ClusterState::offline) offline.push_back(cl.id);
+  }
+  CP_ASSIGN(auto unknown, tx.attempts_in_state(AttemptState::Unknown, offline));
+  std::map<std::string, std::int64_t> unknown_on;
+  for (const auto& a : unknown) ++unknown_on[a.cluster_id];
   std::set<std::string> online;
   for (const auto& cl : clusters) {
     if (cl.state == ClusterState::online || cl.state == ClusterState::degraded) online.insert(cl.id);
@@ -259,6 +269,14 @@ static Result<std::vector<AlertCondition>> gather_conditions(Tx& tx, const Serve
                   (cl.last_contact ? ", last contact " + format_time(cl.last_contact) : "");
       c.summary_zh = "集群 " + cl.id + " 离线（" + why + "）" +
                      (cl.last_contact ? "，最后联系时间 " + format_time(cl.last_contact) : "");
+      if (const std::int64_t n = unknown_on[cl.id]; n > 0) {
+        const std::string count = std::to_string(n), check = internal::job_check(cl.executor);
+        const std::string confirm = "cubeplane clusters confirm-lost " + cl.id;
+        c.summary += "; " + count + " attempt(s) Unknown, their jobs may still run: check with " + check +
+                     " that they are gone, then run " + confirm;
+        c.summary_zh += "；" + count + " 个尝试状态未知，其作业可能仍在运行：请用 " + check + " 确认作业已不存在，然后运行 " +
+                        confirm;
+      }
       c.receivers = receivers(config, "");
       out.push_back(std::move(c));
     }

@@ -156,9 +156,15 @@ Status ControlPlane::delete_cluster(const Principal& p, const std::string& id) {
     if (!c) return errors::not_found("cluster", id);
     CP_ASSIGN(auto active, tx.active_attempts(id));
     if (!active.empty()) {
-      Error e = errors::conflict("cluster " + id + " still runs " + std::to_string(active.size()) +
-                                     " attempts; drain it first",
-                                 "集群 " + id + " 仍有 " + std::to_string(active.size()) + " 个任务在运行，请先排空");
+      // Unknown ones end only when its agent reports them or an admin
+      // confirms them lost (unknown_attempts.h): draining does not help.
+      const bool unknown = std::any_of(active.begin(), active.end(),
+                                       [](const Attempt& a) { return a.state == AttemptState::Unknown; });
+      Error e = errors::conflict(
+          "cluster " + id + " still runs " + std::to_string(active.size()) + " attempts; " +
+              (unknown ? "once their jobs are gone: cubeplane clusters confirm-lost " + id : "drain it first"),
+          "集群 " + id + " 仍有 " + std::to_string(active.size()) + " 个任务在运行，" +
+              (unknown ? "确认其作业已不存在后运行：cubeplane clusters confirm-lost " + id : "请先排空"));
       e.details["active_attempts"] = static_cast<std::int64_t>(active.size());
       return e;
     }

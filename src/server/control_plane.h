@@ -186,6 +186,16 @@ class ControlPlane {
   Status delete_cluster(const Principal& p, const std::string& id);
   Result<json::object> create_bootstrap_token(const Principal& p, const std::string& cluster_id,
                                               const json::value& body);
+  // A platform admin states that the Unknown attempts of an offline cluster
+  // are gone (its jobs checked: squeue, kubectl get pods): each ends Lost and
+  // its task requeues in the cluster's storage pool, as a silent local
+  // cluster's do (server/unknown_attempts.h). 403, 404, 409 for a cluster
+  // that is not offline (its agent reports its attempts itself); nothing
+  // Unknown: nothing changes. {"cluster", "confirmed": [{attempt, task,
+  // requeued}], "message", "message_zh"}.
+  Result<json::object> confirm_lost(const Principal& p, const std::string& cluster_id);
+  // How many attempts of each of these clusters are Unknown (absent: none).
+  Result<std::map<std::string, std::int64_t>> unknown_attempt_counts(const std::vector<std::string>& cluster_ids);
   // A page of nodes (404 for an unknown cluster), and one node.
   Result<NodePage> list_nodes_page(const Principal& p, const NodeQuery& q);
   Result<Node> get_node(const Principal& p, const std::string& cluster_id, const std::string& name);
@@ -276,7 +286,8 @@ class ControlPlane {
     std::lock_guard lock(last_cycle_mu_);
     return last_cycle_;
   }
-  // Marks silent clusters offline and their attempts Lost; expires credentials.
+  // Marks silent clusters offline and their attempts Lost (local executor)
+  // or Unknown (Slurm, Kubernetes: server/unknown_attempts.h).
   Status check_liveness();
   // One retention pass (see ServerConfig); what it removed. `more` when a
   // kind filled its batch, so the next pass should follow soon.

@@ -289,7 +289,15 @@ Result<Task> ControlPlane::cancel_task(const Principal& p, const std::string& id
     } else {
       CP_ASSIGN(auto a, tx.get_attempt(t->current_attempt));
       CP_CHECK(a.has_value(), "task without its current attempt");
-      if (!is_terminal(a->state) && a->state != AttemptState::Stopping) {
+      std::string how = "the agent stops attempt " + a->id;
+      if (a->state == AttemptState::Unknown) {
+        // Its cluster is silent: it stays Unknown, told to stop once its
+        // agent is back (resume_unknown), or ends when an admin confirms it
+        // lost (server/unknown_attempts.h).
+        a->stop_reason = "cancel";
+        CP_TRY(tx.update_attempt(*a));
+        how = "attempt " + a->id + " is Unknown: stopped once its agent is back, or ended when it is confirmed lost";
+      } else if (!is_terminal(a->state) && a->state != AttemptState::Stopping) {
         a->state = AttemptState::Stopping;
         a->stop_reason = "cancel";
         CP_TRY(tx.update_attempt(*a));
@@ -298,7 +306,7 @@ Result<Task> ControlPlane::cancel_task(const Principal& p, const std::string& id
       t->updated_at = now;
       CP_TRY(tx.update_task(*t));
       CP_ASSIGN(auto eid, tx.append_event(make_event(now, p.user, "task", id, "task.cancel_requested", "", "",
-                                                    "cancel requested; the agent stops attempt " + a->id)));
+                                                    "cancel requested; " + how)));
       (void)eid;
     }
     out = *t;
@@ -333,6 +341,10 @@ Result<json::object> ControlPlane::explain_task(const Principal& p, const std::s
       if (t->exit_code) {
         summary += ", exit code " + std::to_string(*t->exit_code);
         summary_zh += "，退出码 " + std::to_string(*t->exit_code);
+      }
+      if (a.state == AttemptState::Unknown && !t->reasons.empty()) {
+        summary += "; " + t->reasons.front().message;
+        summary_zh += "；" + t->reasons.front().message_zh;
       }
     } else {
       summary = summary_zh = state;

@@ -44,6 +44,7 @@
 #include "server/holdings.h"
 #include "server/internal.h"
 #include "server/live_work.h"
+#include "server/unknown_attempts.h"
 #include "server/warm_schedule.h"
 
 namespace cp {
@@ -186,7 +187,10 @@ struct Applied {
 Result<std::optional<std::string>> preempt(Tx& tx, const sched::Preemption& p, Millis now) {
   const std::optional<std::string> skipped;
   CP_ASSIGN(auto a, tx.get_attempt(p.attempt_id));
-  if (!a || is_terminal(a->state) || a->state == AttemptState::Stopping) return skipped;
+  // Unknown: its cluster is silent, nothing can stop it (unknown_attempts.h).
+  if (!a || is_terminal(a->state) || a->state == AttemptState::Stopping || a->state == AttemptState::Unknown) {
+    return skipped;
+  }
   CP_ASSIGN(auto t, tx.get_task(a->task_id));
   if (!t || t->current_attempt != a->id || t->cancel_requested) return skipped;
   if (t->state != TaskState::Dispatched && t->state != TaskState::Running) return skipped;
@@ -630,40 +634,22 @@ Status ControlPlane::check_liveness() {
       CP_ASSIGN(auto eid, tx.append_event(make_event(now, "system", "cluster", c.id, "cluster.state", from, "offline",
                                                     c.state_message)));
       (void)eid;
-      // Its attempts are Lost. The agent fenced itself at lease_ttl - margin,
-      // before this point (lost_after >= lease_ttl), so the new attempts that
-      // the requeued tasks get cannot overlap the old ones.
+      // A local cluster's attempts are Lost: its agent fenced itself at
+      // lease_ttl - margin, and its shims stop their tasks at the deadline a
+      // living agent extends, both before this point (lost_after >=
+      // lease_ttl), so the new attempts that the requeued tasks get cannot
+      // overlap the old ones. Slurm's and Kubernetes' jobs run on under
+      // slurmd and the kubelet, which a dead agent cannot reach: their
+      // attempts are Unknown, and nothing reruns (unknown_attempts.h).
       CP_ASSIGN(auto active, tx.active_attempts(c.id));
       for (auto& a : active) {
-        a.state = AttemptState::Lost;
-        a.stop_reason = "lost";
-        a.message = "cluster " + c.id + " unreachable";
-        a.finished_at = now;
-        CP_TRY(tx.update_attempt(a));
-        CP_ASSIGN(auto t, tx.get_task(a.task_id));
-        CP_TRY(internal::record_attempt_end(tx, t ? &*t : nullptr, a, now, "system", a.message));
-        if (!t || t->current_attempt != a.id || is_terminal(t->state)) continue;
-        if (t->cancel_requested) {
-          CP_TRY(internal::transition(tx, *t, TaskState::Cancelled, now, "system", a.message));
+        if (a.state == AttemptState::Unknown) continue;  // since an earlier silence
+        if (!internal::fenced_by_agent(c.executor)) {
+          CP_TRY(internal::mark_unknown(tx, a, c, now));
           continue;
         }
-        // Bound to the lost cluster's storage pool in this same transaction:
-        // its checkpoints and data are there, so it requeues only onto
-        // clusters of that pool (DESIGN.md, fencing), never elsewhere. A task
-        // bound before (a checkpointing one) keeps the pool it was bound to.
-        if (t->storage_pool.empty()) t->storage_pool = c.storage_pool;
-        CP_TRY(internal::transition(tx, *t, TaskState::Lost, now, "system", a.message));
-        json::object rd;
-        rd["cluster"] = c.id;
-        rd["storage_pool"] = t->storage_pool;
-        t->reasons = {PendingReason{"requeued_after_loss",
-                                    "attempt " + std::to_string(a.number) + " was lost with cluster " + c.id +
-                                        "; waiting for a new placement in storage pool " + t->storage_pool,
-                                    "第 " + std::to_string(a.number) + " 次尝试随集群 " + c.id +
-                                        " 失联而丢失；等待在存储池 " + t->storage_pool + " 中重新调度",
-                                    std::move(rd)}};
-        CP_TRY(internal::transition(tx, *t, TaskState::Queued, now, "system", "requeued after loss"));
-        requeued = true;
+        CP_ASSIGN(bool back, internal::end_lost(tx, a, c, now, "system", "cluster " + c.id + " unreachable"));
+        requeued = requeued || back;
       }
     }
     return {};

@@ -99,6 +99,13 @@ sched::RunningWork running_work_of(const Attempt& a, const LiveWork& live,
     // it holds is freed soon; it is never chosen as a victim again.
     w.stopping = w.stopping || t.state == TaskState::Preempting || t.cancel_requested;
   }
+  if (a.state == AttemptState::Unknown) {
+    // Its cluster is silent (unknown_attempts.h): it holds what it was given
+    // until its end is known, which no stop order can hasten, so it is
+    // neither a victim nor work about to free its room.
+    w.preemptible = false;
+    w.stopping = false;
+  }
   return w;
 }
 

@@ -93,6 +93,18 @@ Statement nodes_by_name(const std::string& cluster_id, std::span<const std::stri
   return s;
 }
 
+Statement attempts_in_state(AttemptState state, std::span<const std::string> cluster_ids, const Dialect& d) {
+  Statement s{"SELECT doc FROM attempts WHERE state = ? AND cluster_id", {}};
+  s.text += d.in_json_array;
+  s.text += " ORDER BY cluster_id";
+  s.text += d.bytewise;
+  s.text += ", id";
+  s.text += d.bytewise;
+  s.args.emplace_back(enum_name(state));
+  s.args.emplace_back(json_list(cluster_ids));
+  return s;
+}
+
 void append_in(Statement& s, std::string_view column, const std::vector<std::string>& values) {
   s.text += " AND ";
   s.text += column;

@@ -80,6 +80,9 @@ Statement by_ids(std::string_view table, std::span<const std::string> ids, const
 // name in bytes order (Tx::get_nodes), as by_ids matches its ids.
 Statement nodes_by_name(const std::string& cluster_id, std::span<const std::string> names, const Dialect& d);
 inline constexpr std::size_t kMaxIdsAStatement = 1000;
+// The attempts in `state` of these clusters (at most kMaxIdsAStatement), by
+// cluster and id, as by_ids matches its ids (Tx::attempts_in_state).
+Statement attempts_in_state(AttemptState state, std::span<const std::string> cluster_ids, const Dialect& d);
 
 // " AND column IN (?, ?, ...)" with one placeholder per value.
 void append_in(Statement& s, std::string_view column, const std::vector<std::string>& values);

@@ -44,6 +44,18 @@ Result<std::vector<Attempt>> SqlTx::get_attempts(const std::vector<std::string>&
   return by_ids<Attempt>("attempts", ids);
 }
 
+Result<std::vector<Attempt>> SqlTx::attempts_in_state(AttemptState state, const std::vector<std::string>& cluster_ids) {
+  std::vector<Attempt> out;
+  CP_TRY(in_chunks(cluster_ids, [&](std::span<const std::string> chunk) {
+    return run_query(sql::attempts_in_state(state, chunk, dialect()), [&](const Row& row) -> Status {
+      CP_ASSIGN(auto a, decode_row<Attempt>(row.text(0), "attempts"));
+      out.push_back(std::move(a));
+      return {};
+    });
+  }));
+  return out;
+}
+
 // -------------------------------------------------------------------- usage
 
 Status SqlTx::add_usage(const std::vector<UsageRow>& rows) {

@@ -26,6 +26,8 @@ class SqlTx : public Tx {
   // Tasks and attempts by id, in batches.
   Result<std::vector<Task>> get_tasks(const std::vector<std::string>& ids) override;
   Result<std::vector<Attempt>> get_attempts(const std::vector<std::string>& ids) override;
+  Result<std::vector<Attempt>> attempts_in_state(AttemptState state,
+                                                 const std::vector<std::string>& cluster_ids) override;
 
   // The usage ledger.
   Status add_usage(const std::vector<UsageRow>& rows) override;

@@ -306,6 +306,11 @@ class Tx {
   virtual Result<std::vector<Attempt>> attempts_of_task(const std::string& task_id) = 0;  // by number
   // Attempts not in a terminal state, of one cluster or ("") all.
   virtual Result<std::vector<Attempt>> active_attempts(const std::string& cluster_id) = 0;
+  // The attempts of these clusters in `state`, by cluster and id (within
+  // each thousand clusters asked): an index seek a cluster
+  // (attempts_cluster_state), however many other attempts they hold.
+  virtual Result<std::vector<Attempt>> attempts_in_state(AttemptState state,
+                                                         const std::vector<std::string>& cluster_ids) = 0;
 
   // Events: append returns the id given to the row.
   virtual Result<std::int64_t> append_event(const Event& e) = 0;

@@ -325,6 +325,53 @@ TEST_F(CliTest, ClusterCreateAndBootstrapToken) {
   EXPECT_EQ(reqs[reqs.size() - 2].body, R"({"ttl_s":3600})");
 }
 
+TEST_F(CliTest, ClustersConfirmLostPostsAndSaysWhatItConfirmed) {
+  FakeServer server(
+      Routes()
+          .on("POST /api/v1/clusters/cs/confirm-lost",
+              {200, R"({"cluster":"cs","confirmed":[{"attempt":"t-1.1","task":"t-1","requeued":true}],
+                 "message":"1 attempt(s) of cluster cs confirmed lost; 1 task(s) requeued in storage pool p1",
+                 "message_zh":"已确认集群 cs 的 1 个尝试丢失；1 个任务在存储池 p1 中重新排队"})"})
+          .on("POST /api/v1/clusters/done/confirm-lost",
+              {200, R"({"cluster":"done","confirmed":[],
+                 "message":"nothing confirmed: cluster done has no attempt in state Unknown"})"})
+          .on("POST /api/v1/clusters/up/confirm-lost",
+              {409, R"({"error":{"code":"cluster_not_offline",
+                 "message":"cluster up is online: its agent reports its attempts itself"}})"})
+          .handler());
+  use_server(server.url());
+  EXPECT_EQ(run({"clusters", "confirm-lost", "cs"}), 0) << err();
+  EXPECT_EQ(server.last().method, "POST");
+  EXPECT_EQ(out(),
+            "1 attempt(s) of cluster cs confirmed lost; 1 task(s) requeued in storage pool p1\n"
+            "  t-1.1 (task t-1): requeued\n");
+  EXPECT_EQ(run({"--lang", "zh", "clusters", "confirm-lost", "cs"}), 0) << err();
+  EXPECT_NE(out().find("已确认集群 cs 的 1 个尝试丢失"), std::string::npos) << out();
+  // Nothing left Unknown: said plainly, and not an error.
+  EXPECT_EQ(run({"clusters", "confirm-lost", "done"}), 0) << err();
+  EXPECT_EQ(out(), "nothing confirmed: cluster done has no attempt in state Unknown\n");
+  EXPECT_EQ(run({"clusters", "confirm-lost", "up"}), 1);
+  EXPECT_NE(err().find("its agent reports its attempts itself"), std::string::npos) << err();
+  // The help says to check the jobs first.
+  EXPECT_EQ(run({"clusters", "confirm-lost", "--help"}), 0);
+  EXPECT_NE(out().find("squeue"), std::string::npos) << out();
+  EXPECT_NE(out().find("kubectl"), std::string::npos) << out();
+  EXPECT_NE(out().find("--server URL"), std::string::npos) << out();
+}
+
+TEST_F(CliTest, ClustersShowTheirUnknownAttempts) {
+  const std::string cs = R"({"id":"cs","executor":"slurm","state":"offline","unknown_attempts":2})";
+  FakeServer server(Routes()
+                        .on("GET /api/v1/clusters", {200, R"({"items":[)" + cs + R"(],"next_cursor":""})"})
+                        .on("GET /api/v1/clusters/cs", {200, cs})
+                        .handler());
+  use_server(server.url());
+  EXPECT_EQ(run({"clusters", "ls"}), 0) << err();
+  EXPECT_NE(out().find("offline (2 unknown)"), std::string::npos) << out();
+  EXPECT_EQ(run({"clusters", "get", "cs"}), 0) << err();
+  EXPECT_NE(out().find("cubeplane clusters confirm-lost cs"), std::string::npos) << out();
+}
+
 TEST_F(CliTest, ListAllFollowsCursorsAndOnePageHintsAtMore) {
   FakeServer server([](const FakeRequest& req) {
     if (req.query.find("cursor=c1") != std::string::npos) {

@@ -91,6 +91,8 @@ TEST_F(AuditTest, EveryMutatingRouteWritesAnAuditRow) {
       {.method = "POST", .route = "/api/v1/clusters/{id}/bootstrap-tokens",
        .path = "/api/v1/clusters/c2/bootstrap-tokens",
        .body = R"({"ttl_s":3600})", .status = 201, .secret = "/token"},
+      // c2 is offline (no agent yet) and has nothing Unknown: confirmed is empty.
+      {.method = "POST", .route = "/api/v1/clusters/{id}/confirm-lost", .path = "/api/v1/clusters/c2/confirm-lost"},
       {.method = "PATCH", .route = "/api/v1/clusters/{id}/nodes/{name}", .path = "/api/v1/clusters/c1/nodes/n1",
        .body = R"({"labels":{"zone":"a"},"maintenance":false})", .existed = true},
       // Users and tokens: an admin makes bob and his token, alice her own.
@@ -159,6 +161,8 @@ TEST_F(AuditTest, EveryMutatingRouteWritesAnAuditRow) {
        .body = R"({"maintenance":true})", .by_admin = false, .status = 403, .existed = true},
       {.method = "POST", .route = "/api/v1/clusters/{id}/bootstrap-tokens",
        .path = "/api/v1/clusters/c1/bootstrap-tokens",
+       .by_admin = false, .status = 403},
+      {.method = "POST", .route = "/api/v1/clusters/{id}/confirm-lost", .path = "/api/v1/clusters/c1/confirm-lost",
        .by_admin = false, .status = 403},
       // 404, nothing there (so no `before` either):
       {.method = "DELETE", .route = "/api/v1/clusters/{id}", .path = "/api/v1/clusters/c9", .status = 404},

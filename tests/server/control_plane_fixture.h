@@ -181,6 +181,33 @@ class ControlPlaneTest : public ::testing::Test {
     return {first[0], second[0]};
   }
 
+  // More of the fleet: clusters, users and documents in `yaml`.
+  void add_to_fleet(std::string_view yaml) {
+    auto fleet = parse_fleet_config(yaml);
+    ASSERT_TRUE(fleet.ok()) << fleet.error().message;
+    ASSERT_TRUE(apply_fleet(*cp_, *fleet).ok());
+  }
+
+  // A task of one GPU (`extra` added to its step) placed on `agent`'s
+  // cluster, which reports its nodes first (so the only one with nodes yet),
+  // and reported Running there.
+  struct Running {
+    std::string task_id;
+    StartOrder order;
+  };
+  Running running_on(const Principal& agent, const std::string& extra = "") {
+    sync(agent, {});
+    auto ids = submit(alice_, pipeline_yaml("pa", 1, extra));
+    EXPECT_EQ(ids.size(), 1u);
+    EXPECT_TRUE(cp_->schedule_once().ok());
+    auto start = sync(agent, {}).start;
+    EXPECT_EQ(start.size(), 1u);
+    Running r{ids.empty() ? "" : ids[0], start.empty() ? StartOrder{} : start[0]};
+    sync(agent, {AttemptReport{r.order.attempt_id, r.order.epoch, AttemptState::Running, std::nullopt,
+                               clock_.now_ms(), 0, ""}});
+    return r;
+  }
+
   // rg-a's A100 guarantee set to `n` (the fleet applied again with it).
   void guarantee_a100s(int n) {
     std::string fleet(kFleet);

@@ -28,9 +28,7 @@ class StoragePoolTest : public ControlPlaneTest {
  protected:
   void SetUp() override {
     ControlPlaneTest::SetUp();
-    auto fleet = parse_fleet_config(kThirdCluster);
-    ASSERT_TRUE(fleet.ok()) << fleet.error().message;
-    ASSERT_TRUE(apply_fleet(*cp_, *fleet).ok());
+    add_to_fleet(kThirdCluster);
     a1_ = connect("c1").first;
     a2_ = connect("c2").first;
     a3_ = connect("c3").first;
@@ -38,24 +36,12 @@ class StoragePoolTest : public ControlPlaneTest {
 
   // A task placed on c1 (the only cluster with nodes yet) and running there; c2 (8 GPUs) and c3 (2 GPUs)
   // then report their nodes. Binpacking prefers c3 (least left), so only the pool keeps the task off it.
-  struct Running {
-    std::string task_id;
-    StartOrder order;
-  };
   Running running_on_c1(const std::string& extra = "") {
-    sync(a1_, {});
-    auto ids = submit(alice_, pipeline_yaml("pa", 1, extra));
-    EXPECT_EQ(ids.size(), 1u);
-    EXPECT_TRUE(cp_->schedule_once().ok());
-    EXPECT_EQ(task(ids[0]).assigned_cluster, "c1");
-    auto start = sync(a1_, {}).start;
-    EXPECT_EQ(start.size(), 1u);
-    StartOrder order = start.empty() ? StartOrder{} : start[0];
-    sync(a1_, {AttemptReport{order.attempt_id, order.epoch, AttemptState::Running, std::nullopt, clock_.now_ms(), 0,
-                             ""}});
+    Running r = running_on(a1_, extra);
+    EXPECT_EQ(task(r.task_id).assigned_cluster, "c1");
     sync(a2_, {}, 8);
     sync(a3_, {}, 2);
-    return {ids.empty() ? "" : ids[0], order};
+    return r;
   }
 
   // c1 silent past lost_after; the clusters in `alive` keep syncing.

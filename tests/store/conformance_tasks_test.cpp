@@ -482,6 +482,7 @@ TEST_P(StoreTest, ActiveAttemptsAreTheNonTerminalOnesPerClusterOrAll) {
     CP_TRY(tx.insert_attempt(make_attempt("t-3", 1, "c-east", AttemptState::Stopping)));
     CP_TRY(tx.insert_attempt(make_attempt("t-4", 1, "c-east", AttemptState::Succeeded)));
     CP_TRY(tx.insert_attempt(make_attempt("t-5", 1, "c-east", AttemptState::Lost)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-7", 1, "c-east", AttemptState::Unknown)));
     return tx.insert_attempt(make_attempt("t-6", 1, "c-west", AttemptState::Running));
   });
   auto ids = [](const std::vector<Attempt>& as) {
@@ -491,13 +492,38 @@ TEST_P(StoreTest, ActiveAttemptsAreTheNonTerminalOnesPerClusterOrAll) {
     return out;
   };
   using V = std::vector<std::string>;
-  EXPECT_EQ(ids(read([](Tx& tx) { return tx.active_attempts("c-east"); })), (V{"t-1.1", "t-2.1", "t-3.1"}));
-  EXPECT_EQ(ids(read([](Tx& tx) { return tx.active_attempts(""); })), (V{"t-1.1", "t-2.1", "t-3.1", "t-6.1"}));
+  // Unknown is live: its job may still run.
+  EXPECT_EQ(ids(read([](Tx& tx) { return tx.active_attempts("c-east"); })), (V{"t-1.1", "t-2.1", "t-3.1", "t-7.1"}));
+  EXPECT_EQ(ids(read([](Tx& tx) { return tx.active_attempts(""); })),
+            (V{"t-1.1", "t-2.1", "t-3.1", "t-6.1", "t-7.1"}));
 
   // Finishing an attempt takes it out.
   write([](Tx& tx) { return tx.update_attempt(make_attempt("t-2", 1, "c-east", AttemptState::Failed)); });
-  EXPECT_EQ(ids(read([](Tx& tx) { return tx.active_attempts("c-east"); })), (V{"t-1.1", "t-3.1"}));
+  EXPECT_EQ(ids(read([](Tx& tx) { return tx.active_attempts("c-east"); })), (V{"t-1.1", "t-3.1", "t-7.1"}));
   EXPECT_EQ(read([](Tx& tx) { return tx.get_attempt("t-2.1"); })->state, AttemptState::Failed);
+}
+
+TEST_P(StoreTest, AttemptsInAStateOfTheClustersNamed) {
+  write([](Tx& tx) -> Status {
+    CP_TRY(tx.insert_attempt(make_attempt("t-1", 1, "c-east", AttemptState::Unknown)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-2", 1, "c-east", AttemptState::Running)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-3", 1, "c-west", AttemptState::Unknown)));
+    CP_TRY(tx.insert_attempt(make_attempt("t-0", 1, "c-west", AttemptState::Unknown)));
+    return tx.insert_attempt(make_attempt("t-4", 1, "c-north", AttemptState::Unknown));
+  });
+  auto ids = [](const std::vector<Attempt>& as) {
+    std::vector<std::string> out;
+    for (const auto& a : as) out.push_back(a.id);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  // By cluster, then id; only the clusters named.
+  EXPECT_EQ(ids(read([](Tx& tx) { return tx.attempts_in_state(AttemptState::Unknown, {"c-west", "c-east"}); })),
+            (V{"t-1.1", "t-0.1", "t-3.1"}));
+  EXPECT_EQ(ids(read([](Tx& tx) { return tx.attempts_in_state(AttemptState::Running, {"c-east", "c-west"}); })),
+            (V{"t-2.1"}));
+  EXPECT_TRUE(ids(read([](Tx& tx) { return tx.attempts_in_state(AttemptState::Unknown, {}); })).empty());
+  EXPECT_TRUE(ids(read([](Tx& tx) { return tx.attempts_in_state(AttemptState::Lost, {"c-east"}); })).empty());
 }
 
 // --------------------------------------------------------------- events

@@ -20,6 +20,7 @@ export interface Cluster {
   last_contact: number;
   credential_expires_at: number;
   agent_version?: string;
+  unknown_attempts?: number;  // attempts whose job may still run while the cluster is silent (confirm-lost)
 }
 
 export interface NodeDrift { kind: string; message: string; message_zh: string }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
-  formatBytes, formatCpu, formatDuration, formatGpus, formatMillicores, formatNumber, formatReason, formatRelative,
-  formatResource, parseQuantity, resourceLabel,
+  attemptMessage, formatBytes, formatCpu, formatDuration, formatGpus, formatMillicores, formatNumber, formatReason,
+  formatRelative, formatResource, jobCheck, parseQuantity, resourceLabel,
 } from './format';
-import { translate, dictionaries } from './i18n';
+import { stateLabel, translate, dictionaries } from './i18n';
 
 describe('quantities', () => {
   it('parses Kubernetes quantities', () => {
@@ -134,6 +134,31 @@ describe('reasons', () => {
     expect(formatReason(r)).toBe('it waits');
     expect(formatReason(r, 'zh-CN')).toBe('它在等待');
     expect(formatReason({ code: 'bare', message: '' })).toBe('bare');
+  });
+});
+
+describe('Unknown attempts (a silent Slurm or Kubernetes cluster)', () => {
+  const unknown = { state: 'Unknown', number: 1, cluster_id: 'cs', message: 'cluster cs silent since 2026-01-01: ...' };
+  it('shows the server message in English and says in Chinese why it is not rerun and what decides', () => {
+    expect(attemptMessage(unknown)).toBe(unknown.message);
+    const zh = attemptMessage(unknown, 'zh-CN');
+    expect(zh).toContain('第 1 次尝试可能仍在运行');
+    expect(zh).toContain('cubeplane clusters confirm-lost cs');
+    expect(attemptMessage({ ...unknown, state: 'Failed', message: 'exit 1' }, 'zh-CN')).toBe('exit 1');
+  });
+  it('names the state in both languages', () => {
+    expect(stateLabel('en', 'Unknown')).toBe('Unknown');
+    expect(stateLabel('zh-CN', 'Unknown')).toBe('状态未知');
+  });
+  it('tells the operator how to check that the jobs are gone', () => {
+    expect(jobCheck('slurm')).toBe('squeue');
+    expect(jobCheck('kubernetes')).toBe('kubectl get pods');
+    const hint = translate('en', 'clusters.unknownHint', { n: 2, check: jobCheck('slurm'), id: 'cs' });
+    expect(hint).toContain('2 attempts may still run');
+    expect(hint).toContain('(squeue)');
+    expect(hint).toContain('cubeplane clusters confirm-lost cs');
+    expect(translate('zh-CN', 'clusters.unknownHint', { n: 2, check: 'squeue', id: 'cs' }))
+      .toContain('cubeplane clusters confirm-lost cs');
   });
 });
 

@@ -320,3 +320,21 @@ export function diffValues(before: unknown, after: unknown): FieldChange[] {
   const order = (p: string) => p.replace(/\[(\d+)\]/g, (_, n: string) => `[${n.padStart(6, '0')}]`);
   return out.sort((x, y) => (order(x.path) < order(y.path) ? -1 : order(x.path) > order(y.path) ? 1 : 0));
 }
+
+/** How an operator checks that a cluster's jobs are gone before confirming them lost. */
+export function jobCheck(executor: string): string {
+  if (executor === 'slurm') return 'squeue';
+  if (executor === 'kubernetes') return 'kubectl get pods';
+  return 'ps';
+}
+
+/**
+ * What the attempt timeline says of an attempt: the server's message (English). For an Unknown one (its cluster
+ * silent, its job perhaps still running) in Chinese too: why it is not rerun, and what decides.
+ */
+export function attemptMessage(a: { state: string; number: number; cluster_id: string; message: string },
+  lang: Lang = 'en'): string {
+  if (a.state !== 'Unknown' || lang !== 'zh-CN') return a.message;
+  return `集群 ${a.cluster_id} 失联：第 ${a.number} 次尝试可能仍在运行；在其 agent 报告结束或平台管理员确认其已不存在`
+    + `（cubeplane clusters confirm-lost ${a.cluster_id}）之前不会重新运行。`;
+}

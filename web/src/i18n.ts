@@ -75,6 +75,10 @@ const en = {
   'clusters.showNodes': 'Show nodes',
   'clusters.hideNodes': 'Hide nodes',
   'clusters.empty': 'No clusters are registered yet.',
+  'clusters.unknownAttempts': 'Unknown attempts',
+  'clusters.unknownHint': '{n} attempts may still run: their cluster is silent, so they are not rerun. Check that their jobs are gone ({check}), then confirm them lost: cubeplane clusters confirm-lost {id}',
+  'clusters.confirmLost': 'Confirm lost',
+  'clusters.confirmLostPrompt': 'Have you checked ({check}) that the jobs of the {n} Unknown attempts of {id} are gone? Their tasks will run again elsewhere in its storage pool.',
   'nodes.gpus': 'GPUs',
   'nodes.cpu': 'CPU',
   'nodes.memory': 'Memory',
@@ -374,6 +378,10 @@ const zh: Record<Key, string> = {
   'clusters.showNodes': '显示节点',
   'clusters.hideNodes': '隐藏节点',
   'clusters.empty': '尚未注册任何集群。',
+  'clusters.unknownAttempts': '状态未知的尝试',
+  'clusters.unknownHint': '{n} 个尝试可能仍在运行：其集群失联，因此不会重新运行。请先确认其作业已不存在（{check}），再确认丢失：cubeplane clusters confirm-lost {id}',
+  'clusters.confirmLost': '确认丢失',
+  'clusters.confirmLostPrompt': '是否已确认（{check}）集群 {id} 上 {n} 个状态未知的尝试的作业已不存在？其任务将在该存储池的其他集群上重新运行。',
   'nodes.gpus': 'GPU',
   'nodes.cpu': 'CPU',
   'nodes.memory': '内存',
@@ -601,6 +609,7 @@ const zh: Record<Key, string> = {
 const TASK_STATES_ZH: Record<string, string> = {
   Queued: '排队中', Admitted: '已准入', Dispatched: '已派发', Running: '运行中', Preempting: '抢占中',
   Lost: '失联', Succeeded: '成功', Failed: '失败', Cancelled: '已取消', Pending: '待定',
+  Stopping: '停止中', Preempted: '已被抢占', Unknown: '状态未知',
 };
 
 export const dictionaries: Record<Lang, Record<Key, string>> = { en, 'zh-CN': zh };

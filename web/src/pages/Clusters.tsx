@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { ApiError, type Cluster, type Node } from '../api';
-import { formatBytes, formatCpu, formatRelative, formatTime, parseQuantity } from '../format';
+import { formatBytes, formatCpu, formatRelative, formatTime, jobCheck, parseQuantity } from '../format';
 import { useI18n, type Key } from '../i18n';
 import { Badge, Empty, ErrorBox, Labels, Page, Show, useLoad, useNow, useSession } from '../ui';
 
@@ -14,7 +14,7 @@ export function Clusters() {
         <div className="stack">
           {d.items.map((c) => (
             <ClusterCard key={c.id} cluster={c} open={!!open[c.id]}
-              toggle={() => setOpen((o) => ({ ...o, [c.id]: !o[c.id] }))} />
+              toggle={() => setOpen((o) => ({ ...o, [c.id]: !o[c.id] }))} reload={l.reload} />
           ))}
         </div>
       )}</Show>
@@ -26,7 +26,8 @@ function stateKey(s: string): Key {
   return (['online', 'offline', 'draining', 'degraded'].includes(s) ? `state.${s}` : 'state.unknown') as Key;
 }
 
-function ClusterCard({ cluster: c, open, toggle }: { cluster: Cluster; open: boolean; toggle: () => void }) {
+function ClusterCard({ cluster: c, open, toggle, reload }:
+  { cluster: Cluster; open: boolean; toggle: () => void; reload: () => void }) {
   const { t, lang } = useI18n();
   const now = useNow();
   const credSoon = c.credential_expires_at > 0 && c.credential_expires_at - now < 24 * 3600 * 1000;
@@ -46,11 +47,49 @@ function ClusterCard({ cluster: c, open, toggle }: { cluster: Cluster; open: boo
         <dd title={formatTime(c.last_contact, lang)}>{formatRelative(c.last_contact, now, lang)}</dd>
         <dt>{t('clusters.executor')}</dt><dd>{c.executor}</dd>
         <dt>{t('common.labels')}</dt><dd><Labels labels={c.labels} /></dd>
+        {(c.unknown_attempts ?? 0) > 0 && <>
+          <dt>{t('clusters.unknownAttempts')}</dt>
+          <dd className="warn" data-testid={`unknown-${c.id}`}><UnknownAttempts cluster={c} reload={reload} /></dd>
+        </>}
       </dl>
       <button onClick={toggle}>{open ? t('clusters.hideNodes') : t('clusters.showNodes')}</button>
       {open && <NodeTable cluster={c.id} />}
     </div>
   );
+}
+
+/** A silent cluster's Unknown attempts: what to check, and for platform admins the confirm-lost button. */
+function UnknownAttempts({ cluster: c, reload }: { cluster: Cluster; reload: () => void }) {
+  const { t, lang } = useI18n();
+  const { api, isAdmin } = useSession();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError>();
+  const vars = { n: c.unknown_attempts ?? 0, check: jobCheck(c.executor), id: c.id };
+
+  async function confirmLost() {
+    if (!window.confirm(t('clusters.confirmLostPrompt', vars))) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      const r = await api.json<{ message: string; message_zh: string }>(
+        'POST', `/api/v1/clusters/${encodeURIComponent(c.id)}/confirm-lost`);
+      window.alert(lang === 'zh-CN' && r.message_zh ? r.message_zh : r.message);
+      reload();
+    } catch (e) {
+      if (e instanceof ApiError) setError(e);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return <>
+    {t('clusters.unknownHint', vars)}
+    {isAdmin && c.state === 'offline' && (
+      <button className="small-btn" data-testid={`confirm-lost-${c.id}`} disabled={busy} onClick={confirmLost}>
+        {t('clusters.confirmLost')}</button>
+    )}
+    {error && <ErrorBox error={error} />}
+  </>;
 }
 
 function gpuText(n: Node): string {

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react';
 import { ApiError, type Attempt, type Explain, type Task } from '../api';
-import { formatDuration, formatReason, formatResource, formatTime, resourceLabel } from '../format';
+import { attemptMessage, formatDuration, formatReason, formatResource, formatTime, resourceLabel } from '../format';
 import { stateLabel, useI18n } from '../i18n';
 import { ErrorBox, Link, Loading, Page, useLoad, useNow, useSession } from '../ui';
 import { TaskState } from './Tasks';
@@ -86,8 +86,9 @@ function Timeline({ task, attempts }: { task: Task; attempts: Attempt[] }) {
         const from = a.started_at || a.created_at;
         const to = a.finished_at || now;
         const nodes = a.placements.map((p) => `${a.cluster_id}/${p.node}${p.gpu_indices.length ? ` [GPU ${p.gpu_indices.join(',')}]` : ''}`);
+        const message = attemptMessage(a, lang);
         return (
-          <div key={a.id} className="tl-row">
+          <div key={a.id} className="tl-row" data-testid={`attempt-${a.number}`} data-state={a.state}>
             <div className="tl-label">{t('task.attempt', { n: a.number })}</div>
             <div className="tl-track">
               <div className={`tl-bar badge-${a.state.toLowerCase()}`}
@@ -98,7 +99,7 @@ function Timeline({ task, attempts }: { task: Task; attempts: Attempt[] }) {
               {stateLabel(lang, a.state)} · {formatDuration((to - from) / 1000, lang)} · {nodes.join(', ') || '—'}
               {a.finished_at ? ` · ${t('task.exitCode')} ${a.exit_code}` : ''}
               {a.stop_reason ? ` · ${t('task.stopReason')}: ${a.stop_reason}` : ''}
-              {a.message ? ` · ${a.message}` : ''}
+              {message ? ` · ${message}` : ''}
             </div>
           </div>
         );
