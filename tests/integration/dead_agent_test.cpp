@@ -25,9 +25,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "harness.h"
 
@@ -67,13 +69,12 @@ metadata: {name: proj}
 spec: {default_resource_group: rg}
 )";
 
-// A server with clusters c1 and c2, and an external local agent for each
-// cluster named (a cluster without one never connects), each with its own data dir.
+// A server on `fleet_yaml` (LOST_AFTER replaced), and external agents
+// started one by one, each with its own data dir.
 class Fleet {
  public:
-  Fleet(const std::string& dir, int lost_after_s, std::vector<std::string> clusters)
-      : dir_(dir), clusters_(std::move(clusters)) {
-    std::string fleet = kFleet;
+  Fleet(const std::string& dir, int lost_after_s, const std::string& fleet_yaml = kFleet) : dir_(dir) {
+    std::string fleet = fleet_yaml;
     fleet.replace(fleet.find("LOST_AFTER"), 10, std::to_string(lost_after_s));
     std::filesystem::create_directories(dir_ + "/server");
     write_file(dir_ + "/fleet.yaml", fleet);
@@ -99,8 +100,9 @@ class Fleet {
     }
   }
 
-  // Starts the server and the agents; false (with the logs in `why`) when they do not come up.
-  bool start(std::string& why) {
+  // Starts the server and a local agent for each of `clusters`; false (with the logs in `why`) when they do not
+  // come up.
+  bool start(const std::vector<std::string>& clusters, std::string& why) {
     server_->start();
     auto url = server_->wait_for_line("UI and API:  ", 30s);
     auto token = server_->wait_for_line("admin token: ", 5s);
@@ -108,27 +110,31 @@ class Fleet {
       why = server_->log();
       return false;
     }
-    std::string base = *url;
-    if (!base.empty() && base.back() == '/') base.pop_back();
-    api = Api{base, token->substr(0, token->find(' '))};
-    for (const auto& c : clusters_) {
-      auto tok = api.call("POST", "/api/v1/clusters/" + c + "/bootstrap-tokens", "{}");
-      if (!tok.ok() || tok->status != 201) {
-        why = tok.ok() ? tok->body : tok.error().message;
-        return false;
-      }
-      agents_[c] = std::make_unique<Process>(
-          std::vector<std::string>{"agent", "--server", base, "--token",
-                                   std::string(json::parse(tok->body).at("token").as_string()), "--cluster-id", c,
-                                   "--data-dir", agent_dir(c), "--executor", "local", "--log-level", "info"},
-          dir_ + "/agent-" + c + ".log");
-      agents_[c]->start();
+    base_ = *url;
+    if (!base_.empty() && base_.back() == '/') base_.pop_back();
+    api = Api{base_, token->substr(0, token->find(' '))};
+    for (const auto& c : clusters) {
+      if (!add_agent(c, {"--executor", "local"}, why)) return false;
     }
-    for (const auto& c : clusters_) {
-      if (!eventually([&] { return cluster_state(c) == "online"; }, 60s)) {
-        why = logs();
-        return false;
-      }
+    return true;
+  }
+
+  // Starts an agent for `cluster` and waits until the cluster is online.
+  bool add_agent(const std::string& cluster, const std::vector<std::string>& executor, std::string& why) {
+    auto tok = api.call("POST", "/api/v1/clusters/" + cluster + "/bootstrap-tokens", "{}");
+    if (!tok.ok() || tok->status != 201) {
+      why = tok.ok() ? tok->body : tok.error().message;
+      return false;
+    }
+    std::vector<std::string> args{"agent", "--server", base_, "--token",
+                                  std::string(json::parse(tok->body).at("token").as_string()), "--cluster-id", cluster,
+                                  "--data-dir", agent_dir(cluster), "--log-level", "info"};
+    args.insert(args.end(), executor.begin(), executor.end());
+    agents_[cluster] = std::make_unique<Process>(args, dir_ + "/agent-" + cluster + ".log");
+    agents_[cluster]->start();
+    if (!eventually([&] { return cluster_state(cluster) == "online"; }, 60s)) {
+      why = logs();
+      return false;
     }
     return true;
   }
@@ -142,11 +148,16 @@ class Fleet {
   }
 
   // One step that marks for `ticks` * 0.2 s; its task id.
-  std::string submit(const std::string& name, int ticks) {
+  std::string submit(const std::string& name, int ticks, int gpus = 0) {
+    json::object resources{{"cpu", "100m"}, {"memory", "16Mi"}};
+    if (gpus > 0) {
+      resources["gpu"] = gpus;
+      resources["gpu_type"] = "a100";
+    }
     json::object step{{"name", name},
                       {"command", json::array{"/bin/sh", "-c", json::string(marking_script(marks))}},
                       {"env", json::object{{"TICKS", std::to_string(ticks)}}},
-                      {"resources", json::object{{"cpu", "100m"}, {"memory", "16Mi"}}}};
+                      {"resources", std::move(resources)}};
     json::object doc{{"apiVersion", "cubeplane/v1"},
                      {"kind", "Pipeline"},
                      {"metadata", json::object{{"name", name}, {"project_group", "proj"}}},
@@ -223,7 +234,7 @@ class Fleet {
 
  private:
   std::string dir_;
-  std::vector<std::string> clusters_;
+  std::string base_;
   std::unique_ptr<Process> server_;
   std::map<std::string, std::unique_ptr<Process>> agents_;
 };
@@ -243,9 +254,9 @@ void expect_no_overlap(const Fleet& f, const std::string& id) {
 TEST(DeadAgentTest, AKilledOrFrozenAgentsTaskStopsBeforeItRunsElsewhere) {
   const std::string dir = make_temp_dir("cp-dead-agent");
   ASSERT_FALSE(dir.empty());
-  Fleet f(dir, 8, {"c1", "c2"});
+  Fleet f(dir, 8);
   std::string why;
-  ASSERT_TRUE(f.start(why)) << why;
+  ASSERT_TRUE(f.start({"c1", "c2"}, why)) << why;
 
   // ------------------------------------------ kill -9, never restarted
   const std::string t1 = f.submit("killed", 1000);
@@ -269,6 +280,7 @@ TEST(DeadAgentTest, AKilledOrFrozenAgentsTaskStopsBeforeItRunsElsewhere) {
   // The killed agent comes back (a new chain: its lease ran out long ago) for the next case.
   f.agent(first).start();
   ASSERT_TRUE(eventually([&] { return f.cluster_state(first) == "online"; }, 30s)) << f.logs();
+  EXPECT_TRUE(eventually([&] { return f.state_of(t1) == "Cancelled"; }, 30s)) << f.logs();
 
   // ------------------------------------------ SIGSTOP of the agent alone
   const std::string t2 = f.submit("frozen", 1000);
@@ -304,9 +316,9 @@ TEST(DeadAgentTest, ARestartedAgentAdoptsOnlyWhatItsLeaseStillCovers) {
   ASSERT_FALSE(dir.empty());
   // lost_after long enough that the server never declares c1 lost here: what
   // ends attempt 1 is the agent's own report.
-  Fleet f(dir, 120, {"c1"});
+  Fleet f(dir, 120);
   std::string why;
-  ASSERT_TRUE(f.start(why)) << why;
+  ASSERT_TRUE(f.start({"c1"}, why)) << why;
 
   // ------------------------------------------ restarted at once: adopted, no gap
   const std::string t1 = f.submit("adopted", 40);
@@ -348,6 +360,112 @@ TEST(DeadAgentTest, ARestartedAgentAdoptsOnlyWhatItsLeaseStillCovers) {
   EXPECT_EQ(spans[0].second, last1) << "attempt 1 marked again after the restart: it was adopted";
   EXPECT_LT(spans[0].second, spans[1].first);
   ASSERT_TRUE(f.api.call("POST", "/api/v1/tasks/" + t2 + "/cancel", "{}").ok());
+}
+
+// ---------------------------------------------------------------- Slurm
+//
+// slurmd runs a job to its end whatever happens to the agent, so nothing on
+// the cluster's side fences it. The server therefore never reruns a silent
+// Slurm cluster's attempts by itself: they become Unknown, and run again
+// only when the agent reports their end or an operator confirms them lost.
+
+constexpr const char* kSlurmFleet = R"(apiVersion: cubeplane/v1
+kind: Server
+spec: {lease_ttl_s: 6, lost_after_s: LOST_AFTER}
+---
+apiVersion: cubeplane/v1
+kind: Cluster
+metadata: {name: s1}
+spec: {executor: slurm, storage_pool: p1, embedded_agent: false}
+---
+apiVersion: cubeplane/v1
+kind: Cluster
+metadata: {name: c2}
+spec: {executor: local, storage_pool: p1, embedded_agent: false}
+---
+apiVersion: cubeplane/v1
+kind: ResourceGroup
+metadata: {name: rg}
+spec:
+  clusters: [s1, c2]
+  quota:
+    gpu/a100: {guaranteed: 4}
+    cpu: {guaranteed: "4"}
+    memory: {guaranteed: 4Gi}
+---
+apiVersion: cubeplane/v1
+kind: ProjectGroup
+metadata: {name: proj}
+spec: {default_resource_group: rg}
+)";
+
+int ticks_of(const Fleet& f, const std::string& attempt) {
+  int n = 0;
+  for (const auto& m : read_marks(f.marks)) n += m.attempt == attempt && m.kind == "tick";
+  return n;
+}
+
+TEST(DeadAgentTest, ASlurmJobWhoseAgentDiedIsNeverRunTwiceAtOnce) {
+  const char* slurm = std::getenv("CUBEPLANE_TEST_SLURM");
+  const char* ci = std::getenv("CI");
+  if (!slurm || !*slurm || std::string(slurm) == "off") {
+    if (ci && std::string(ci) == "true" && !(slurm && std::string(slurm) == "off")) {
+      FAIL() << "CI=true but no Slurm cluster (CUBEPLANE_TEST_SLURM): scripts/test.sh starts one";
+    }
+    GTEST_SKIP() << "needs a Slurm cluster: eval \"$(scripts/slurm-test-cluster.sh env)\" (as root)";
+  }
+  const std::string dir = make_temp_dir("cp-dead-slurm-agent");
+  ASSERT_FALSE(dir.empty());
+  Fleet f(dir, 8, kSlurmFleet);
+  std::string why;
+  ASSERT_TRUE(f.start({}, why)) << why;
+  const std::vector<std::string> slurm_agent{"--executor", "slurm"};
+  ASSERT_TRUE(f.add_agent("s1", slurm_agent, why)) << why;
+  struct Cancel {  // its jobs, whatever happens (other tests share the cluster)
+    std::string name;
+    ~Cancel() {
+      if (!name.empty()) std::system(("scancel --name=cp_" + name + ".1_r0 >/dev/null 2>&1").c_str());
+    }
+  } cancel;
+
+  // Slurm starts a job a second or more after sbatch, much later on a loaded machine.
+  const std::string t = f.submit("on-slurm", 3000, 1);
+  cancel.name = t;
+  ASSERT_EQ(f.running_as(t, 1, 240s), "s1") << f.logs();
+  ASSERT_TRUE(f.ticked(t, 1, 3, 120s)) << f.logs();
+  // A local cluster of the same pool with room: where a rerun would go.
+  ASSERT_TRUE(f.add_agent("c2", {"--executor", "local", "--declare-gpus", "a100:2"}, why)) << why;
+
+  // ------------------------------------------ kill -9: Unknown, not rerun; the job runs on
+  f.agent("s1").kill_hard();
+  ASSERT_TRUE(eventually([&] { return f.cluster_state("s1") == "offline"; }, 30s)) << f.logs();
+  ASSERT_TRUE(eventually([&] { return f.attempts(t).at(0).state == "Unknown"; }, 15s)) << f.logs();
+  EXPECT_NE(f.attempts(t).at(0).message.find("confirm-lost"), std::string::npos) << f.attempts(t).at(0).message;
+  const int before = ticks_of(f, t + ".1");
+  std::this_thread::sleep_for(6s);  // several scheduling cycles
+  EXPECT_EQ(f.attempts(t).size(), 1u) << "rerun while its Slurm job may still run";
+  EXPECT_GT(ticks_of(f, t + ".1"), before) << "the Slurm job stopped with its agent";
+
+  // ------------------------------------------ the agent comes back: attempt 1 goes on
+  f.agent("s1").start();
+  ASSERT_TRUE(eventually([&] { return f.cluster_state("s1") == "online"; }, 60s)) << f.logs();
+  ASSERT_TRUE(eventually([&] { return f.attempts(t).at(0).state == "Running"; }, 30s)) << f.logs();
+  EXPECT_EQ(f.attempts(t).size(), 1u);
+
+  // ------------------------------------------ killed again; the operator ends the job and confirms
+  f.agent("s1").kill_hard();
+  ASSERT_TRUE(eventually([&] { return f.attempts(t).at(0).state == "Unknown"; }, 40s)) << f.logs();
+  ASSERT_EQ(std::system(("scancel --name=cp_" + t + ".1_r0").c_str()), 0);
+  const pid_t pid = f.pid_of(t, 1);
+  ASSERT_TRUE(eventually([&] { return !process_alive(pid); }, 60s)) << "scancel did not end the job";
+  auto confirmed = f.api.call("POST", "/api/v1/clusters/s1/confirm-lost", "{}");
+  ASSERT_TRUE(confirmed.ok() && confirmed->status == 200) << (confirmed.ok() ? confirmed->body : "");
+  ASSERT_EQ(f.running_as(t, 2, 60s), "c2") << f.logs();
+  ASSERT_TRUE(f.ticked(t, 2, 5, 30s)) << f.logs();
+  const auto spans = attempt_spans(read_marks(f.marks), t);
+  ASSERT_EQ(spans.size(), 2u);
+  EXPECT_LT(spans[0].second, spans[1].first) << "the two copies overlapped";
+  ASSERT_TRUE(f.api.call("POST", "/api/v1/tasks/" + t + "/cancel", "{}").ok());
 }
 
 }  // namespace

@@ -282,6 +282,7 @@ void log_line(const ShimPlan& p, const char* line) {
 // 5.3, no descriptor left) the wait looks every 100 ms.
 bool ended_within(int pidfd, pid_t child, std::int64_t wait_ms) {
   if (wait_ms < 0) wait_ms = 0;
+  if (wait_ms > 1000) wait_ms = 1000;  // callers loop; a grace read from the record may be anything
   if (pidfd >= 0) {
     pollfd pfd{pidfd, POLLIN, 0};
     int r = ::poll(&pfd, 1, static_cast<int>(wait_ms));
