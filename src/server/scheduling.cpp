@@ -623,17 +623,23 @@ Status ControlPlane::check_liveness() {
     for (auto& c : clusters) {
       if (c.state != ClusterState::offline && c.last_contact != 0) contacts[c.id] = c.last_contact;
       bool silent = c.last_contact != 0 && now - c.last_contact > lost_after_ms;
-      if (!silent || c.state == ClusterState::offline) continue;
+      // A cluster put offline because its agent's credential expired (its
+      // syncs refused) is as silent as an unreachable one: its attempts are
+      // judged the same way, its reason kept.
+      const bool refused = c.state == ClusterState::offline && c.state_reason == "credential_expired";
+      if (!silent || (c.state == ClusterState::offline && !refused)) continue;
       contacts.erase(c.id);
-      std::string from = boost::describe::enum_to_string(c.state, "?");
-      c.state = ClusterState::offline;
-      c.state_reason = "unreachable";
-      c.state_message = "no sync from the agent since " + format_time(c.last_contact);
-      c.updated_at = now;
-      CP_TRY(tx.update_cluster(c));
-      CP_ASSIGN(auto eid, tx.append_event(make_event(now, "system", "cluster", c.id, "cluster.state", from, "offline",
-                                                    c.state_message)));
-      (void)eid;
+      if (!refused) {
+        std::string from = boost::describe::enum_to_string(c.state, "?");
+        c.state = ClusterState::offline;
+        c.state_reason = "unreachable";
+        c.state_message = "no sync from the agent since " + format_time(c.last_contact);
+        c.updated_at = now;
+        CP_TRY(tx.update_cluster(c));
+        CP_ASSIGN(auto eid, tx.append_event(make_event(now, "system", "cluster", c.id, "cluster.state", from,
+                                                      "offline", c.state_message)));
+        (void)eid;
+      }
       // A local cluster's attempts are Lost: its agent fenced itself at
       // lease_ttl - margin, and its shims stop their tasks at the deadline a
       // living agent extends, both before this point (lost_after >=

@@ -77,6 +77,34 @@ class UnknownAttemptsTest : public ControlPlaneTest {
   Principal as_, a1_, a2_;
 };
 
+// An agent whose credential expired has its syncs refused: the cluster is
+// offline (credential_expired) at the first refusal, and past lost_after its
+// attempts are judged as any silent cluster's: Lost and requeued on a local
+// cluster, Unknown on Slurm. Before, such a cluster was skipped for good and
+// its tasks stayed Running on it forever.
+TEST_F(UnknownAttemptsTest, AClusterWhoseCredentialExpiredIsJudgedAsAnySilentOne) {
+  auto [local_agent, local_cred] = connect("c1");
+  auto [slurm_agent, slurm_cred] = connect("cs");
+  Running on_local = running_on(local_agent, "  cluster: c1\n");
+  Running on_slurm = running_on(slurm_agent, "  cluster: cs\n");
+  clock_.advance_ms(3601'000);  // past the credential's life and lost_after
+  ASSERT_FALSE(cp_->authenticate_agent(local_cred).ok());
+  ASSERT_FALSE(cp_->authenticate_agent(slurm_cred).ok());
+  sync(a2_, {});
+  ASSERT_TRUE(cp_->check_liveness().ok());
+  for (const auto& id : {"c1", "cs"}) {
+    auto c = cp_->get_cluster(admin_, id);
+    EXPECT_EQ(c->state, ClusterState::offline) << id;
+    EXPECT_EQ(c->state_reason, "credential_expired") << id;
+  }
+  EXPECT_EQ(attempts(on_local.task_id).at(0).state, AttemptState::Lost);
+  EXPECT_EQ(cp_->get_task(admin_, on_local.task_id)->at("state").as_string(), "Queued");
+  EXPECT_EQ(attempts(on_slurm.task_id).at(0).state, AttemptState::Unknown);
+  ASSERT_TRUE(cp_->check_liveness().ok());  // a second pass changes nothing
+  EXPECT_EQ(attempts(on_local.task_id).size(), 1u);
+  EXPECT_EQ(attempts(on_slurm.task_id).at(0).state, AttemptState::Unknown);
+}
+
 TEST_F(UnknownAttemptsTest, ASilentSlurmClustersAttemptIsUnknownAndNeverRerun) {
   // Its job may still run under slurmd: the attempt is Unknown, the task keeps it and says why, and no cycle
   // places it again, however many run while c2 stands idle beside it.
