@@ -317,6 +317,27 @@ class AgentTest : public ::testing::Test {
   }
   std::string attempt_dir(const std::string& id) { return dir_.path() + "/attempts/" + id; }
 
+  // A short lease (2 s, margin 1 s: the deadline is 1 s after each answered
+  // sync) and an agent running `task` as a process that starts a sleeper;
+  // the sleeper's pid once the server has heard it Running (0 on a timeout).
+  AgentConfig short_lease() {
+    cp_.set_lease_ttl(2);
+    auto c = agent_config();
+    c.fence_margin_ms = 1000;
+    return c;
+  }
+  int start_sleeper(const AgentConfig& c, const std::string& task) {
+    cp_.add_start(order_for(task, sh("sleep 300 & echo $! > sleeper.pid; wait")));
+    start_agent(c);
+    int sleeper = 0;
+    wait_until([&] {
+      auto r = cp_.last_report(task + ".1");
+      sleeper = read_pid(attempt_dir(task + ".1") + "/work/sleeper.pid");
+      return r && r->state == AttemptState::Running && sleeper > 0;
+    });
+    return sleeper;
+  }
+
   TempDir dir_;
   ScriptedControlPlane cp_;
   FakeServer server_;
@@ -429,17 +450,9 @@ TEST_F(AgentTest, ReportsAnExitWithoutWaitingForTheLongPoll) {
 // With no sync for lease_ttl - margin, the agent stops its attempts itself
 // (the whole process group), and reports them Lost when the server is back.
 TEST_F(AgentTest, FencesItselfWhenTheServerGoesSilent) {
-  cp_.set_lease_ttl(2);
-  auto c = agent_config();
-  c.fence_margin_ms = 1000;
-  cp_.add_start(order_for("t-fence", sh("sleep 300 & echo $! > sleeper.pid; wait")));
-  start_agent(c);
-  int sleeper = 0;
-  ASSERT_TRUE(wait_until([&] {
-    auto r = cp_.last_report("t-fence.1");
-    sleeper = read_pid(attempt_dir("t-fence.1") + "/work/sleeper.pid");
-    return r && r->state == AttemptState::Running && sleeper > 0;
-  }));
+  const auto c = short_lease();
+  const int sleeper = start_sleeper(c, "t-fence");
+  ASSERT_GT(sleeper, 0);
   // The agent keeps running happily while the server answers.
   ASSERT_FALSE(process_gone(sleeper));
 
@@ -461,17 +474,9 @@ TEST_F(AgentTest, FencesItselfWhenTheServerGoesSilent) {
 // A clean stop leaves attempts running; a restarted agent that cannot reach
 // the server still fences them on time (the lease is persisted).
 TEST_F(AgentTest, RestartedAgentAdoptsAndStillFences) {
-  cp_.set_lease_ttl(2);
-  auto c = agent_config();
-  c.fence_margin_ms = 1000;
-  cp_.add_start(order_for("t-restart", sh("sleep 300 & echo $! > sleeper.pid; wait")));
-  start_agent(c);
-  int sleeper = 0;
-  ASSERT_TRUE(wait_until([&] {
-    auto r = cp_.last_report("t-restart.1");
-    sleeper = read_pid(attempt_dir("t-restart.1") + "/work/sleeper.pid");
-    return r && r->state == AttemptState::Running && sleeper > 0;
-  }));
+  const auto c = short_lease();
+  const int sleeper = start_sleeper(c, "t-restart");
+  ASSERT_GT(sleeper, 0);
   stop_agent();
   EXPECT_FALSE(process_gone(sleeper)) << "a clean agent stop must leave attempts running";
 
@@ -490,17 +495,9 @@ TEST_F(AgentTest, RestartedAgentAdoptsAndStillFences) {
 // before the server could run them elsewhere (L - m after the last answered
 // sync; the server waits lost_after_s >= L).
 TEST_F(AgentTest, ADeadAgentsTasksAreStoppedByTheirSupervisors) {
-  cp_.set_lease_ttl(2);
-  auto c = agent_config();
-  c.fence_margin_ms = 1000;
-  cp_.add_start(order_for("t-dead", sh("sleep 300 & echo $! > sleeper.pid; wait")));
-  start_agent(c);
-  int sleeper = 0;
-  ASSERT_TRUE(wait_until([&] {
-    auto r = cp_.last_report("t-dead.1");
-    sleeper = read_pid(attempt_dir("t-dead.1") + "/work/sleeper.pid");
-    return r && r->state == AttemptState::Running && sleeper > 0;
-  }));
+  const auto c = short_lease();
+  const int sleeper = start_sleeper(c, "t-dead");
+  ASSERT_GT(sleeper, 0);
   stop_agent();
   const auto died_at = std::chrono::steady_clock::now();
   ASSERT_TRUE(wait_until([&] { return process_gone(sleeper); }, 5000)) << "still running without its agent";
@@ -514,17 +511,9 @@ TEST_F(AgentTest, ADeadAgentsTasksAreStoppedByTheirSupervisors) {
 // lease: the task goes on as if nothing happened. Restarted after it, the
 // attempts are found fenced and reported Lost, never adopted.
 TEST_F(AgentTest, ARestartedAgentAdoptsOnlyWhileItsLeaseHolds) {
-  cp_.set_lease_ttl(2);
-  auto c = agent_config();
-  c.fence_margin_ms = 1000;
-  cp_.add_start(order_for("t-back", sh("sleep 300 & echo $! > sleeper.pid; wait")));
-  start_agent(c);
-  int sleeper = 0;
-  ASSERT_TRUE(wait_until([&] {
-    auto r = cp_.last_report("t-back.1");
-    sleeper = read_pid(attempt_dir("t-back.1") + "/work/sleeper.pid");
-    return r && r->state == AttemptState::Running && sleeper > 0;
-  }));
+  const auto c = short_lease();
+  const int sleeper = start_sleeper(c, "t-back");
+  ASSERT_GT(sleeper, 0);
   shim::LeaseRecord before;
   ASSERT_TRUE(shim::read_lease((dir_.path() + "/lease.json").c_str(), before));
   stop_agent();
