@@ -108,7 +108,8 @@ TEST_F(ConfirmLostApiTest, ConfirmsTheUnknownAttemptsOnceAndTheSecondCallConfirm
   EXPECT_EQ(unknown_attempts("cs"), 1);
   auto list = call("GET", "/api/v1/clusters", alice_);
   ASSERT_EQ(list.status, 200);
-  for (const auto& c : parse(list).at("items").as_array()) {
+  const json::value listed = parse(list);  // held: the loop reads into it
+  for (const auto& c : listed.at("items").as_array()) {
     EXPECT_EQ(c.at("unknown_attempts").as_int64(), c.at("id") == "cs" ? 1 : 0) << json::serialize(c);
   }
 
@@ -138,7 +139,8 @@ TEST_F(ConfirmLostApiTest, ConfirmsTheUnknownAttemptsOnceAndTheSecondCallConfirm
   auto audit = call("GET", "/api/v1/audit?limit=10", admin_);
   ASSERT_EQ(audit.status, 200);
   bool found = false;
-  for (const auto& row : parse(audit).at("items").as_array()) {
+  const json::value rows = parse(audit);
+  for (const auto& row : rows.at("items").as_array()) {
     if (row.at("route") != "/api/v1/clusters/{id}/confirm-lost" || row.at("after").is_null()) continue;
     if (row.at("after").at("confirmed").as_array().empty()) continue;
     found = true;
