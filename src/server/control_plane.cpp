@@ -33,7 +33,7 @@ bool Principal::can_admin_project(const std::string& pg) const {
 }
 
 ControlPlane::ControlPlane(Store& store, ObjectStore& objects, const Clock& clock, ServerConfig config)
-    : store_(store), objects_(objects), clock_(clock), config_(config) {}
+    : store_(store), objects_(objects), clock_(clock), config_(config), judging_since_(clock.now_ms()) {}
 
 ControlPlane::~ControlPlane() { stop_background(); }
 

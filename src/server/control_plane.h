@@ -392,6 +392,12 @@ class ControlPlane {
   std::mutex contacts_mu_;
   std::map<std::string, Millis, std::less<>> contacts_;
   Millis next_full_liveness_ = 0;
+  // J of DESIGN.md "Fencing and outages": since when this server could hear
+  // every agent and record it (its start; the store back after a liveness
+  // pass failed on it; 0 while it cannot). A cluster's silence counts only
+  // from then, so that the server's own outage, or the store's, never turns
+  // into Lost or Unknown attempts. Under contacts_mu_.
+  Millis judging_since_ = 0;
   static constexpr Millis kFullLivenessMs = 10'000;
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;

@@ -607,22 +607,25 @@ Status ControlPlane::kept_written(ChangeJournal* journal, WrittenRows& written) 
 Status ControlPlane::check_liveness() {
   Millis now = clock_.now_ms();
   const Millis lost_after_ms = config_.lost_after_s * 1000;
+  Millis since = 0;  // J: silence before it is nobody's (control_plane.h, judging_since_)
   {
     std::lock_guard lock(contacts_mu_);
+    if (judging_since_ == 0) judging_since_ = now;  // the store is back
+    since = judging_since_;
     if (now < next_full_liveness_ &&
         std::none_of(contacts_.begin(), contacts_.end(),
-                     [&](const auto& kv) { return now - kv.second > lost_after_ms; })) {
+                     [&](const auto& kv) { return now - std::max(kv.second, since) > lost_after_ms; })) {
       return {};
     }
   }
   bool requeued = false;
   std::map<std::string, Millis, std::less<>> contacts;
-  CP_TRY(store_.write([&](Tx& tx) -> Status {
+  auto judged = store_.write([&](Tx& tx) -> Status {
     contacts.clear();
     CP_ASSIGN(auto clusters, tx.list_clusters());
     for (auto& c : clusters) {
       if (c.state != ClusterState::offline && c.last_contact != 0) contacts[c.id] = c.last_contact;
-      bool silent = c.last_contact != 0 && now - c.last_contact > lost_after_ms;
+      bool silent = c.last_contact != 0 && now - std::max(c.last_contact, since) > lost_after_ms;
       // A cluster put offline because its agent's credential expired (its
       // syncs refused) is as silent as an unreachable one: its attempts are
       // judged the same way, its reason kept.
@@ -659,7 +662,14 @@ Status ControlPlane::check_liveness() {
       }
     }
     return {};
-  }));
+  });
+  if (!judged.ok()) {
+    // Unable to record, so unable to hear: silence from now on counts only
+    // once the store is back.
+    std::lock_guard lock(contacts_mu_);
+    judging_since_ = 0;
+    return judged;
+  }
   {
     std::lock_guard lock(contacts_mu_);
     // Syncs that committed meanwhile are newer than what the pass read.

@@ -301,6 +301,7 @@ TEST_F(ControlPlaneTest, CancellingARunningTaskSendsAStopWithTheClassGrace) {
 TEST_F(ControlPlaneTest, AClusterSilentOutsideThisProcessGoesOfflineWithinTheFullPassInterval) {
   auto [a1, c1cred] = connect("c1");
   auto [a2, c2cred] = connect("c2");
+  clock_.advance_ms(50'000);  // this server has judged for 50 s (silence counts from its start)
   sync(a1, {});
   ASSERT_TRUE(cp_->check_liveness().ok());  // the first pass reads every cluster
   // c2 as another process left it: online, its last contact 50 s ago.
@@ -409,6 +410,26 @@ TEST_F(ControlPlaneTest, ExpiredCredentialIsRefusedAndTheClusterSaysSo) {
   EXPECT_EQ(r.error().code, "credential_expired");
   auto c = cp_->get_cluster(admin_, "c1");
   EXPECT_EQ(c->state_reason, "credential_expired");
+}
+
+// A server down for longer than lost_after_s heard nobody meanwhile: after
+// its restart a cluster's silence counts from the restart (J, DESIGN.md
+// "Fencing and outages"), so the outage itself loses no cluster.
+TEST_F(ControlPlaneTest, ARestartedServerCountsSilenceOnlyFromItsStart) {
+  auto [agent, cred] = connect("c1");
+  sync(agent, {});
+  ASSERT_TRUE(cp_->check_liveness().ok());
+  cp_.reset();
+  clock_.advance_ms(100'000);  // down: no sync could be heard
+  cp_ = std::make_unique<ControlPlane>(*store_, *objects_, clock_, ServerConfig{});
+  ASSERT_TRUE(cp_->check_liveness().ok());
+  EXPECT_EQ(cp_->get_cluster(admin_, "c1")->state, ClusterState::online) << "lost for the server's own outage";
+  clock_.advance_ms(39'000);
+  ASSERT_TRUE(cp_->check_liveness().ok());
+  EXPECT_EQ(cp_->get_cluster(admin_, "c1")->state, ClusterState::online);
+  clock_.advance_ms(2'000);  // silent for lost_after_s since the restart
+  ASSERT_TRUE(cp_->check_liveness().ok());
+  EXPECT_EQ(cp_->get_cluster(admin_, "c1")->state, ClusterState::offline);
 }
 
 TEST_F(ControlPlaneTest, BootstrapTokensAreOneTime) {
