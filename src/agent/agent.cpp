@@ -174,20 +174,18 @@ bool Agent::write_lease() {
 }
 
 void Agent::take_lease(Millis sent_at) {
-  const Millis now = lease_clock_.now_ms();
-  if (lease_end_ != 0 && lease_end_ <= now) {
-    // This chain's lease ran out: its supervisors may be stopping their
-    // tasks now, and the server may run them elsewhere. A new chain, so
-    // that none of them counts this lease as its own.
+  // This chain's lease ran out: its supervisors may be stopping their tasks
+  // now, and the server may run them elsewhere. A new chain, so that none
+  // of them counts this lease as its own.
+  const bool lapsed = lease_end_ != 0 && lease_end_ <= lease_clock_.now_ms();
+  if (lapsed) {
     chain_ = new_chain_id();
-    lease_end_ = sent_at + lease_ttl_ms() - fence_margin_ms();
+    lease_end_ = 0;
     spdlog::info("agent: a new lease after the last one ran out (chain {})", chain_);
-    (void)write_lease();
-    executor_->set_lease(lease_path_, chain_);
-    return;
   }
   lease_end_ = std::max(lease_end_, sent_at + lease_ttl_ms() - fence_margin_ms());
-  (void)write_lease();
+  (void)write_lease();  // before set_lease: a start under the new chain reads its deadline
+  if (lapsed) executor_->set_lease(lease_path_, chain_);
 }
 
 // ---------------------------------------------------------- registration

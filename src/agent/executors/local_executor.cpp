@@ -458,19 +458,16 @@ void LocalExecutor::refresh(Live& a) {
     std::string failure;
     // No exit record: the outcome is unknown (e.g. the agent died between
     // journaling and spawning). Lost, not Failed, so the server runs it anew.
-    bool outcome_unknown = first_failure && first_failure->outcome == "lost";
+    const bool outcome_unknown = first_failure && first_failure->outcome == "lost";
     if (first_failure) {
       const auto& o = first_failure->outcome;
       if (auto ex = parse_exit_record(o)) {
         exit_code = ex->exit_code();
         failure = ex->signaled ? "killed by signal " + std::to_string(ex->number)
                                : "exited with code " + std::to_string(ex->number);
-        if (ex->fenced) {
-          // Stopped by its shim at the lease's deadline: Lost, so that the
-          // server runs it again (it may have already).
-          outcome_unknown = true;
-          if (rec.fence_note.empty()) rec.fence_note = kFencedByShim;
-        }
+        // Stopped by its shim at the lease's deadline: Lost (the fence note
+        // below), so that the server runs it again (it may have already).
+        if (ex->fenced && rec.fence_note.empty()) rec.fence_note = kFencedByShim;
       } else {
         exit_code.reset();
         failure = o == "lost" ? std::string(a.adopted ? kLostAfterRestart : kLostShim) : o.substr(7);  // "error: "
