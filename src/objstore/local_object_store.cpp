@@ -155,6 +155,11 @@ Result<std::unique_ptr<LocalObjectStore>> LocalObjectStore::open(const fs::path&
 
 std::string LocalObjectStore::url() const { return "file://" + root_.string(); }
 
+Result<std::string> LocalObjectStore::read_url(const std::string& key, std::int64_t /*ttl_s*/) {
+  CP_TRY(validate_object_key(key));
+  return "file://" + (root_ / key).string();
+}
+
 // Writers never lock each other out; remove() prunes directories that became
 // empty, and a put() into the same directory can lose that race:
 //

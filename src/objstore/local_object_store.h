@@ -27,6 +27,7 @@ class LocalObjectStore : public ObjectStore {
                                        int limit = 1000) override;
   Status remove(const std::string& key) override;
   std::string url() const override;
+  Result<std::string> read_url(const std::string& key, std::int64_t ttl_s) override;
 
   const std::filesystem::path& root() const { return root_; }
 

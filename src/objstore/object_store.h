@@ -30,7 +30,16 @@ class ObjectStore {
                                                int limit = 1000) = 0;
   virtual Status remove(const std::string& key) = 0;  // missing is not an error
   virtual std::string url() const = 0;
+  // A URL that reads one object without this store's credential, for
+  // `ttl_s` seconds at least where the store limits it (S3: a presigned GET,
+  // at most 7 days; a local store: file:///<root>/<key>, readable on this
+  // machine only). Agents read the control plane's beacon through it
+  // (DESIGN.md "Fencing and outages"). Key checked as put's.
+  virtual Result<std::string> read_url(const std::string& key, std::int64_t ttl_s) = 0;
 };
+
+// The longest life of a read_url (S3 refuses presigned URLs past 7 days).
+constexpr std::int64_t kMaxReadUrlTtlS = 7 * 86400;
 
 // Rejects keys that are empty, absolute, contain "..", "//", NUL or control characters.
 Status validate_object_key(std::string_view key);

@@ -379,6 +379,19 @@ Result<HttpResponse> S3ObjectStore::execute(const Call& call) {
   return e;
 }
 
+// A presigned GET: the URL is the credential, so no request is made here and
+// nothing says whether the key exists (a missing one is S3's 404 on use).
+// Signed now, by the injected clock: S3 counts X-Amz-Expires from X-Amz-Date.
+Result<std::string> S3ObjectStore::read_url(const std::string& key, std::int64_t ttl_s) {
+  CP_TRY(validate_object_key(key));
+  const S3Target t = target(object_name(key));
+  const std::int64_t expires = std::clamp<std::int64_t>(ttl_s, 1, kMaxReadUrlTtlS);  // S3 refuses more than 7 days
+  const std::string date = sigv4::amz_date(options_.clock->now_ms());
+  return t.url + "?" +
+         sigv4::presign_query(options_.credentials, "GET", t.canonical_uri, t.host, date, options_.region, "s3",
+                              expires);
+}
+
 Result<ObjectInfo> S3ObjectStore::put(const std::string& key, std::string_view data) {
   CP_TRY(validate_object_key(key));
   const std::string object = object_name(key);

@@ -78,6 +78,8 @@ class S3ObjectStore : public ObjectStore {
                                        int limit = 1000) override;
   Status remove(const std::string& key) override;
   std::string url() const override;
+  // A presigned GET (SigV4 query authentication, X-Amz-Expires = min(ttl_s, 7 days)).
+  Result<std::string> read_url(const std::string& key, std::int64_t ttl_s) override;
 
   // The target of a request on `object` (the full S3 key, prefix included;
   // "" for the bucket itself) with the given query parameters.

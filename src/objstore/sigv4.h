@@ -8,6 +8,7 @@
 //   signature          = hex(HMAC(signing key, string to sign))
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -59,6 +60,22 @@ std::string scope(std::string_view amz_date, std::string_view region, std::strin
 // "AWS4-HMAC-SHA256 Credential=<key id>/<scope>,SignedHeaders=<names>,Signature=<hex>".
 std::string authorization(const Credentials& creds, const Request& req, std::string_view amz_date,
                           std::string_view region, std::string_view service);
+
+// Query-string authentication (a presigned URL), for a request that carries
+// no credential of its own: the signature goes in the query, over the
+// X-Amz-* parameters, the host header alone and "UNSIGNED-PAYLOAD".
+//
+// The parameters to sign: X-Amz-Algorithm, X-Amz-Credential, X-Amz-Date,
+// X-Amz-Expires (seconds from amz_date; S3 takes 1 to 604800),
+// X-Amz-SignedHeaders=host, and X-Amz-Security-Token with a session token.
+std::vector<std::pair<std::string, std::string>> presign_params(const Credentials& creds, std::string_view amz_date,
+                                                                std::string_view region, std::string_view service,
+                                                                std::int64_t expires_s);
+// What goes after '?' in the URL: the canonical query of presign_params,
+// then "&X-Amz-Signature=<hex>".
+std::string presign_query(const Credentials& creds, std::string_view method, std::string_view canonical_uri,
+                          std::string_view host, std::string_view amz_date, std::string_view region,
+                          std::string_view service, std::int64_t expires_s);
 
 std::string hmac_sha256(std::string_view key, std::string_view data);  // raw bytes
 std::string hex(std::string_view bytes);                               // lower case

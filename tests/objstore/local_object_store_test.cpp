@@ -56,6 +56,9 @@ class SelfCleaningStore : public ObjectStore {
   }
   Status remove(const std::string& k) override { return inner_->remove(k); }
   std::string url() const override { return inner_->url(); }
+  Result<std::string> read_url(const std::string& k, std::int64_t ttl_s) override {
+    return inner_->read_url(k, ttl_s);
+  }
 
  private:
   TempDir dir_;

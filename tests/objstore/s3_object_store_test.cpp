@@ -213,6 +213,38 @@ TEST(SigV4, AmzDate) {
   EXPECT_EQ(sigv4::amz_date(1'767'225'600'999), "20260101T000000Z");
 }
 
+TEST(SigV4, PresignedGetObjectExample) {
+  // From "Authenticating Requests: Using Query Parameters" (sig-v4-query-string-auth): GET /test.txt for 86400 s.
+  sigv4::Request req{"GET",
+                     "/test.txt",
+                     sigv4::presign_params(kExampleCreds, kExampleDate, "us-east-1", "s3", 86400),
+                     {{"host", kExampleHost}},
+                     "UNSIGNED-PAYLOAD"};
+  const std::string query =
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2F"
+      "aws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host";
+  EXPECT_EQ(sigv4::canonical_request(req),
+            "GET\n/test.txt\n" + query + "\nhost:examplebucket.s3.amazonaws.com\n\nhost\nUNSIGNED-PAYLOAD");
+  EXPECT_EQ(sigv4::string_to_sign(kExampleDate, sigv4::scope(kExampleDate, "us-east-1", "s3"),
+                                  sigv4::canonical_request(req)),
+            "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n"
+            "3bfa292879f6447bbcda7001decf97f4a54dc650c8942174ae0a9121cf58ad04");
+  EXPECT_EQ(
+      sigv4::presign_query(kExampleCreds, "GET", "/test.txt", kExampleHost, kExampleDate, "us-east-1", "s3", 86400),
+      query + "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404");
+}
+
+TEST(SigV4, PresignedWithSessionTokenSignsIt) {
+  // A session token is one more signed parameter, encoded and sorted with the others; the signature changes.
+  sigv4::Credentials temp = kExampleCreds;
+  temp.session_token = "tok/en+=";
+  const std::string q =
+      sigv4::presign_query(temp, "GET", "/test.txt", kExampleHost, kExampleDate, "us-east-1", "s3", 86400);
+  EXPECT_THAT(q, HasSubstr("&X-Amz-Expires=86400&X-Amz-Security-Token=tok%2Fen%2B%3D&X-Amz-SignedHeaders=host"
+                           "&X-Amz-Signature="));
+  EXPECT_THAT(q, ::testing::Not(HasSubstr("aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404")));
+}
+
 // ------------------------------------------------------------------- XML
 
 TEST(S3Xml, ElementTextDecodesEntities) {
@@ -376,6 +408,57 @@ TEST(S3Store, VersionIdFromHeaders) {
   EXPECT_EQ(s3_version_id(r), "3/L4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nr8X8gdRQBpUMLUo");
   r.headers["x-amz-version-id"] = "null";
   EXPECT_EQ(s3_version_id(r), "");
+}
+
+TEST(S3Store, ReadUrlIsAPresignedGet) {
+  // read_url signs a GET of the prefixed, encoded key at the clock's time; no request is made.
+  SimulatedClock clock(1'369'353'600'000);  // 2013-05-24T00:00:00Z
+  S3Options o;
+  o.bucket = "cp-test";
+  o.prefix = "pre";
+  o.endpoint = "http://127.0.0.1:1";  // nothing listens there
+  o.clock = &clock;
+  auto s = offline_store(o);
+  ASSERT_NE(s, nullptr);
+  auto u = s->read_url("beacon/a b", 600);
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  const S3Target t = s->target("pre/beacon/a b");
+  EXPECT_EQ(*u, t.url + "?" +
+                    sigv4::presign_query({"AKID", "SECRET", ""}, "GET", t.canonical_uri, t.host, "20130524T000000Z",
+                                         "us-east-1", "s3", 600));
+  EXPECT_THAT(*u, ::testing::StartsWith("http://127.0.0.1:1/cp-test/pre/beacon/a%20b?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+                                        "&X-Amz-Credential=AKID%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+                                        "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=600&X-Amz-SignedHeaders=host"
+                                        "&X-Amz-Signature="));
+}
+
+TEST(S3Store, ReadUrlTtlIsClampedToS3sRange) {
+  // S3 takes 1 s to 7 days: longer asks get 7 days (kMaxReadUrlTtlS), zero or negative ones 1 s.
+  S3Options o;
+  o.bucket = "cp-test";
+  o.endpoint = "http://127.0.0.1:1";
+  auto s = offline_store(o);
+  ASSERT_NE(s, nullptr);
+  EXPECT_THAT(s->read_url("k", 30 * 86400).value(), HasSubstr("&X-Amz-Expires=604800&"));
+  EXPECT_THAT(s->read_url("k", kMaxReadUrlTtlS).value(), HasSubstr("&X-Amz-Expires=604800&"));
+  EXPECT_THAT(s->read_url("k", 0).value(), HasSubstr("&X-Amz-Expires=1&"));
+  EXPECT_THAT(s->read_url("k", -5).value(), HasSubstr("&X-Amz-Expires=1&"));
+}
+
+TEST(S3Store, ReadUrlRefusesBadKeys) {
+  // Keys are checked as put's: invalid_object_key, 400, in both languages.
+  S3Options o;
+  o.bucket = "cp-test";
+  o.endpoint = "http://127.0.0.1:1";
+  auto s = offline_store(o);
+  ASSERT_NE(s, nullptr);
+  for (const char* key : {"", "/abs", "a/../b", "a//b"}) {
+    auto u = s->read_url(key, 60);
+    ASSERT_FALSE(u.ok()) << key;
+    EXPECT_EQ(u.error().code, "invalid_object_key") << key;
+    EXPECT_EQ(u.error().status, 400);
+    EXPECT_FALSE(u.error().message_zh.empty());
+  }
 }
 
 // Restores an environment variable when the test ends.
@@ -749,6 +832,148 @@ TEST_F(S3rverTest, PutReportsServerTime) {
   EXPECT_GT(p->modified_ms, 1'600'000'000'000);
   EXPECT_LE(std::abs((*l)[0].modified_ms - p->modified_ms), 2000);
   EXPECT_EQ(p->version_id, "");  // s3rver has no versioning
+}
+
+// A GET of `url` with no credential of its own, as an agent reads a read_url.
+HttpResponse fetch(const std::string& url) {
+  HttpClient http;
+  HttpRequestOptions opts;
+  opts.timeout_ms = 20000;
+  auto r = http.request("GET", url, "", "", opts);
+  EXPECT_TRUE(r.ok()) << url << ": " << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::move(r).value() : HttpResponse{};
+}
+
+TEST_F(S3rverTest, ReadUrlReadsWithoutCredentials) {
+  // A plain GET of the presigned URL, no Authorization header, reads the object byte for byte.
+  auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  const std::string data = random_bytes(64 * 1024, 11);
+  ASSERT_TRUE(store->put("beacon/a b+c", data).ok());
+  auto u = store->read_url("beacon/a b+c", 600);
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  auto r = fetch(*u);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(r.body == data) << "the presigned GET read other bytes";
+  // The front saw it as a presigned GET of the object (no header-signed GET).
+  auto reqs = requests_of_this_test();
+  EXPECT_EQ(count(reqs, "GET /cp-test/" + prefix_ + "/beacon/a%20b%2Bc?X-Amz-Algorithm=AWS4-HMAC-SHA256"), 1);
+}
+
+TEST_F(S3rverTest, ReadUrlWithAlteredSignatureOrKeyIsRefused) {
+  // One hex digit of the signature changed, or the same query on another key: 403 SignatureDoesNotMatch.
+  auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->put("k1", "one").ok());
+  ASSERT_TRUE(store->put("k2", "two").ok());
+  std::string u = store->read_url("k1", 600).value();
+  ASSERT_EQ(fetch(u).status, 200);
+  std::string bad = u;
+  bad.back() = bad.back() == '0' ? '1' : '0';
+  auto r = fetch(bad);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(s3xml::text(r.body, "Code"), "SignatureDoesNotMatch");
+  std::string other = u;
+  other.replace(other.find("/k1?"), 4, "/k2?");
+  r = fetch(other);
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(s3xml::text(r.body, "Code"), "SignatureDoesNotMatch");
+  // Without the signature it is no presigned URL S3 accepts.
+  r = fetch(u.substr(0, u.find("&X-Amz-Signature=")));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(s3xml::text(r.body, "Code"), "AuthorizationQueryParametersError");
+}
+
+TEST_F(S3rverTest, ReadUrlOfMissingKeyIs404) {
+  // A URL can be made for a key never written (no request is made); using it is S3's 404 NoSuchKey.
+  auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  auto u = store->read_url("never/written", 600);
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  auto r = fetch(*u);
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(s3xml::text(r.body, "Code"), "NoSuchKey");
+}
+
+TEST_F(S3rverTest, ReadUrlTtlIsClampedAndLongerIsRefused) {
+  // A 30-day ask is signed for 7 days and works; a URL signed for 7 days and 1 s is refused as S3 refuses it.
+  auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->put("week", "w").ok());
+  auto u = store->read_url("week", 30 * 86400);
+  ASSERT_TRUE(u.ok()) << u.error().message;
+  EXPECT_THAT(*u, HasSubstr("&X-Amz-Expires=604800&"));
+  EXPECT_EQ(fetch(*u).body, "w");
+  const S3Target t = store->target(prefix_ + "/week");
+  const std::string date = sigv4::amz_date(SystemClock::instance().now_ms());
+  auto r = fetch(t.url + "?" +
+                 sigv4::presign_query(options().credentials, "GET", t.canonical_uri, t.host, date, "us-east-1", "s3",
+                                      kMaxReadUrlTtlS + 1));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(s3xml::text(r.body, "Code"), "AuthorizationQueryParametersError");
+}
+
+TEST_F(S3rverTest, ReadUrlExpires) {
+  // Signed 8 days ago for 1 day: 403 "Request has expired". Signed 1 hour ago for 2 hours: still good (a presigned
+  // URL counts from X-Amz-Date, with no 15-minute skew rule).
+  const Millis now = SystemClock::instance().now_ms();
+  SimulatedClock past(now - 8 * 86'400'000LL);
+  S3Options o = options();
+  o.clock = &past;
+  auto store = open(o);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(open(options())->put("old", "o").ok());
+  auto r = fetch(store->read_url("old", 86400).value());
+  EXPECT_EQ(r.status, 403);
+  EXPECT_EQ(s3xml::text(r.body, "Code"), "AccessDenied");
+  EXPECT_EQ(s3xml::text(r.body, "Message"), "Request has expired");
+  past.set_ms(now - 3'600'000);
+  r = fetch(store->read_url("old", 2 * 3600).value());
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "o");
+}
+
+TEST_F(S3rverTest, ReadUrlWithSessionTokenAndVirtualHost) {
+  // The session token travels signed in the URL; virtual-host style signs the bucket's host name.
+  S3Options o = options();
+  o.credentials.session_token = "FwoGZXIvYXdzEXAMPLE//token+with/odd=chars";
+  auto store = open(o);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->put("t", "token").ok());
+  auto u = store->read_url("t", 60);
+  ASSERT_TRUE(u.ok());
+  EXPECT_THAT(*u, HasSubstr("&X-Amz-Security-Token=FwoGZXIvYXdzEXAMPLE%2F%2Ftoken%2Bwith%2Fodd%3Dchars&"));
+  EXPECT_EQ(fetch(*u).body, "token");
+
+  S3Options v = options();
+  v.endpoint = "http://s3.localhost:" + std::to_string(server_->port());
+  v.style = S3AddressingStyle::kVirtual;
+  auto vstore = open(v);
+  ASSERT_NE(vstore, nullptr);
+  auto vu = vstore->read_url("t", 60);
+  ASSERT_TRUE(vu.ok());
+  EXPECT_THAT(*vu, ::testing::StartsWith("http://cp-test.s3.localhost:"));
+  auto r = fetch(*vu);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "token");
+}
+
+TEST_F(S3rverTest, PresignedWritesAreRefused) {
+  // The front takes presigned GET and HEAD only, what read_url makes: a presigned PUT is 403.
+  auto store = open(options());
+  ASSERT_NE(store, nullptr);
+  const S3Target t = store->target(prefix_ + "/w");
+  const std::string date = sigv4::amz_date(SystemClock::instance().now_ms());
+  HttpClient http;
+  auto r = http.request("PUT",
+                        t.url + "?" +
+                            sigv4::presign_query(options().credentials, "PUT", t.canonical_uri, t.host, date,
+                                                 "us-east-1", "s3", 60),
+                        "x", "application/octet-stream");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(s3xml::text(r->body, "Code"), "AccessDenied");
+  EXPECT_EQ(store->get("w").value(), std::nullopt);
 }
 
 TEST(S3rverStopped, StoppedServerIsRetryableUnavailable) {

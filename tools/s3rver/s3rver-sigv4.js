@@ -9,7 +9,10 @@
 // on the wire (path and query decoded and re-encoded per RFC 3986, the
 // signed headers, the SHA-256 of the body), answers SignatureDoesNotMatch /
 // XAmzContentSHA256Mismatch / InvalidAccessKeyId / RequestTimeTooSkewed as S3
-// would, and passes good requests to s3rver unchanged.
+// would, and passes good requests to s3rver unchanged. A request without
+// an Authorization header but with X-Amz-Algorithm in its query is a
+// presigned URL (GET or HEAD), checked as S3 checks those: the signature over
+// the query, X-Amz-Expires (at most 7 days) counted from X-Amz-Date.
 //
 //   client --> front (--address:--port) --verify--> s3rver (127.0.0.1:<ephemeral>)
 //
@@ -111,9 +114,138 @@ function hmac(key, data) {
   return crypto.createHmac('sha256', key).update(data, 'utf8').digest();
 }
 
+// The request's query as [name, value] pairs of decoded bytes (Buffers:
+// a value need not be UTF-8, and is signed as the bytes it is).
+function queryPairs(rawQuery) {
+  return rawQuery.split('&').filter(Boolean).map(pair => {
+    const eq = pair.indexOf('=');
+    const name = eq < 0 ? pair : pair.slice(0, eq);
+    const value = eq < 0 ? '' : pair.slice(eq + 1);
+    return [percentDecode(name), percentDecode(value)];
+  });
+}
+
+// Names and values encoded, sorted by name then value, as SigV4 signs them.
+function canonicalQueryOf(pairs) {
+  return pairs.map(([n, v]) => [uriEncode(n), uriEncode(v)])
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+    .map(([n, v]) => `${n}=${v}`).join('&');
+}
+
+function splitUrl(url) {
+  const q = url.indexOf('?');
+  return { rawPath: q < 0 ? url : url.slice(0, q), rawQuery: q < 0 ? '' : url.slice(q + 1) };
+}
+
+function canonicalUriOf(rawPath) {
+  return rawPath.split('/').map(seg => uriEncode(percentDecode(seg))).join('/');
+}
+
+// "20130524T000000Z" -> ms, or NaN.
+function parseAmzDate(s) {
+  const dm = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(s || '');
+  return dm ? Date.UTC(+dm[1], +dm[2] - 1, +dm[3], +dm[4], +dm[5], +dm[6]) : NaN;
+}
+
+// The signature S3 expects: hex HMAC of the string to sign, with the
+// account's signing key for that date and region.
+function expectedSignature(canonicalRequest, amzDate, date, region) {
+  const scope = `${date}/${region}/s3/aws4_request`;
+  const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope,
+    crypto.createHash('sha256').update(canonicalRequest, 'utf8').digest('hex')].join('\n');
+  const key = hmac(hmac(hmac(hmac(`AWS4${SECRET_KEY}`, date), region), 's3'), 'aws4_request');
+  return { stringToSign, signature: crypto.createHmac('sha256', key).update(stringToSign, 'utf8').digest('hex') };
+}
+
+// Canonical header lines for the signed names, or null when one is missing.
+function canonicalHeadersOf(req, signedNames) {
+  const lines = signedNames.map(name => {
+    const value = req.headers[name];
+    if (value === undefined) return null;
+    return `${name}:${String(value).trim().replace(/\s+/g, ' ')}\n`;
+  });
+  return lines.includes(null) ? null : lines.join('');
+}
+
+const MAX_PRESIGNED_EXPIRES_S = 604800;  // 7 days, S3's limit
+
+// A presigned URL (query-string authentication), checked as S3 does: the
+// X-Amz-* parameters are the Authorization header's parts, the signature
+// covers every query parameter but X-Amz-Signature, the payload is
+// UNSIGNED-PAYLOAD, and instead of the 15-minute skew the URL lives
+// X-Amz-Expires seconds from X-Amz-Date. GET and HEAD only: the store
+// presigns reads, nothing else.
+function verifyPresigned(req) {
+  const badQuery = message => [400, 'AuthorizationQueryParametersError', message];
+  const { rawPath, rawQuery } = splitUrl(req.url);
+  const pairs = queryPairs(rawQuery);
+  const param = name => {
+    const found = pairs.find(([n]) => n.toString('utf8') === name);
+    return found ? found[1].toString('utf8') : undefined;
+  };
+  if (param('X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256') {
+    return badQuery('X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+  }
+  for (const name of ['X-Amz-Credential', 'X-Amz-Signature', 'X-Amz-Date', 'X-Amz-SignedHeaders', 'X-Amz-Expires']) {
+    if (param(name) === undefined) {
+      return badQuery('Query-string authentication version 4 requires the X-Amz-Algorithm, X-Amz-Credential, ' +
+        'X-Amz-Signature, X-Amz-Date, X-Amz-SignedHeaders, and X-Amz-Expires parameters.');
+    }
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    return [403, 'AccessDenied', `Access Denied (the test front accepts presigned ${req.method} for GET and HEAD only)`];
+  }
+  const credential = param('X-Amz-Credential');
+  const [accessKey, date, region, service, terminator, ...extra] = credential.split('/');
+  if (accessKey !== ACCESS_KEY) {
+    return [403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'];
+  }
+  const amzDate = param('X-Amz-Date');
+  const when = parseAmzDate(amzDate);
+  if (isNaN(when)) return badQuery('X-Amz-Date must be in the ISO8601 Long Format "yyyyMMdd\'T\'HHmmss\'Z\'"');
+  if (date !== amzDate.slice(0, 8) || service !== 's3' || terminator !== 'aws4_request' || !region || extra.length) {
+    const scope = credential.split('/').slice(1).join('/');
+    return badQuery(`Error parsing the X-Amz-Credential parameter; the credential scope ${scope} is invalid.`);
+  }
+  const expiresText = param('X-Amz-Expires');
+  if (!/^\d+$/.test(expiresText)) return badQuery('X-Amz-Expires should be a number');
+  const expires = Number(expiresText);
+  if (expires > MAX_PRESIGNED_EXPIRES_S) {
+    return badQuery('X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be ' +
+      'less than 604800 seconds');
+  }
+  const now = Date.now();
+  if (now > when + expires * 1000) {
+    return [403, 'AccessDenied', 'Request has expired', {
+      'X-Amz-Expires': expiresText,
+      Expires: new Date(when + expires * 1000).toISOString().replace(/\.\d+/, ''),
+      ServerTime: new Date(now).toISOString().replace(/\.\d+/, ''),
+    }];
+  }
+  const signedNamesText = param('X-Amz-SignedHeaders');
+  const signedNames = signedNamesText.split(';');
+  if (!signedNames.includes('host')) return badQuery('host must be a signed header');
+  const canonicalHeaders = canonicalHeadersOf(req, signedNames);
+  if (canonicalHeaders === null) return [403, 'AccessDenied', 'A signed header is missing from the request'];
+
+  const canonicalQuery = canonicalQueryOf(pairs.filter(([n]) => n.toString('utf8') !== 'X-Amz-Signature'));
+  const canonicalRequest = [req.method, canonicalUriOf(rawPath), canonicalQuery, canonicalHeaders, signedNamesText,
+    'UNSIGNED-PAYLOAD'].join('\n');
+  const { stringToSign, signature } = expectedSignature(canonicalRequest, amzDate, date, region);
+  if (signature !== param('X-Amz-Signature')) {
+    return [403, 'SignatureDoesNotMatch',
+      'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+      { AWSAccessKeyId: accessKey, StringToSign: stringToSign, CanonicalRequest: canonicalRequest }];
+  }
+  return null;
+}
+
 // Returns null when the request is signed correctly, else [status, code, message, extra].
 function verify(req, body) {
   const auth = req.headers['authorization'];
+  if (!auth && queryPairs(splitUrl(req.url).rawQuery).some(([n]) => n.toString('utf8') === 'X-Amz-Algorithm')) {
+    return verifyPresigned(req);
+  }
   if (!auth) return [403, 'AccessDenied', 'Access Denied (the test front requires signed requests)'];
   const m = /^AWS4-HMAC-SHA256 Credential=([^,]+),\s*SignedHeaders=([^,]+),\s*Signature=([0-9a-f]{64})$/.exec(auth);
   if (!m) return [400, 'AuthorizationHeaderMalformed', 'The authorization header is malformed.'];
@@ -122,9 +254,8 @@ function verify(req, body) {
     return [403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'];
   }
   const amzDate = req.headers['x-amz-date'] || '';
-  const dm = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(amzDate);
-  if (!dm) return [403, 'AccessDenied', 'AWS authentication requires a valid x-amz-date header'];
-  const when = Date.UTC(+dm[1], +dm[2] - 1, +dm[3], +dm[4], +dm[5], +dm[6]);
+  const when = parseAmzDate(amzDate);
+  if (isNaN(when)) return [403, 'AccessDenied', 'AWS authentication requires a valid x-amz-date header'];
   if (Math.abs(Date.now() - when) > MAX_SKEW_MS) {
     return [403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.'];
   }
@@ -141,30 +272,13 @@ function verify(req, body) {
       { ClientComputedContentSHA256: declaredHash, S3ComputedContentSHA256: bodyHash }];
   }
 
-  const q = req.url.indexOf('?');
-  const rawPath = q < 0 ? req.url : req.url.slice(0, q);
-  const rawQuery = q < 0 ? '' : req.url.slice(q + 1);
-  const canonicalUri = rawPath.split('/').map(seg => uriEncode(percentDecode(seg))).join('/');
-  const canonicalQuery = rawQuery.split('&').filter(Boolean).map(pair => {
-    const eq = pair.indexOf('=');
-    const name = eq < 0 ? pair : pair.slice(0, eq);
-    const value = eq < 0 ? '' : pair.slice(eq + 1);
-    return [uriEncode(percentDecode(name)), uriEncode(percentDecode(value))];
-  }).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
-    .map(([n, v]) => `${n}=${v}`).join('&');
-  const canonicalHeaders = signedNames.map(name => {
-    const value = req.headers[name];
-    if (value === undefined) return null;
-    return `${name}:${String(value).trim().replace(/\s+/g, ' ')}\n`;
-  });
-  if (canonicalHeaders.includes(null)) return [403, 'AccessDenied', 'A signed header is missing from the request'];
+  const { rawPath, rawQuery } = splitUrl(req.url);
+  const canonicalHeaders = canonicalHeadersOf(req, signedNames);
+  if (canonicalHeaders === null) return [403, 'AccessDenied', 'A signed header is missing from the request'];
 
-  const canonicalRequest = [req.method, canonicalUri, canonicalQuery, canonicalHeaders.join(''), m[2], declaredHash].join('\n');
-  const scope = `${date}/${region}/s3/aws4_request`;
-  const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope,
-    crypto.createHash('sha256').update(canonicalRequest, 'utf8').digest('hex')].join('\n');
-  const key = hmac(hmac(hmac(hmac(`AWS4${SECRET_KEY}`, date), region), 's3'), 'aws4_request');
-  const expected = crypto.createHmac('sha256', key).update(stringToSign, 'utf8').digest('hex');
+  const canonicalRequest = [req.method, canonicalUriOf(rawPath), canonicalQueryOf(queryPairs(rawQuery)),
+    canonicalHeaders, m[2], declaredHash].join('\n');
+  const { stringToSign, signature: expected } = expectedSignature(canonicalRequest, amzDate, date, region);
   if (expected !== m[3]) {
     return [403, 'SignatureDoesNotMatch',
       'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
