@@ -182,6 +182,10 @@ int run_platform(const PlatformOptions& opt) {
   auto port = http.listen(s.listen);
   if (!port.ok()) return fail(port.error());
   http.run(s.http_threads);
+  // The beacon before the loops: liveness is judged only while it holds.
+  if (auto st = control.start_beacon(cp::new_id("srv", cp::SystemClock::instance().now_ms())); !st.ok()) {
+    return fail(st.error());
+  }
   control.start_background();
 
   std::string host = s.listen.substr(0, s.listen.rfind(':'));

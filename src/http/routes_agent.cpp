@@ -30,7 +30,8 @@ void add_agent_routes(Router& router, ControlPlane& cp) {
               .auth = AuthKind::agent,
               .body = BodyKind::json,
               .body_description = "SyncRequest; wait_ms > 0 holds the answer (long-poll) until there are orders",
-              .response = "SyncResponse {lease_ttl_s, received_at, server_time, start, stop, ack, send_inventory}"},
+              .response = "SyncResponse {lease_ttl_s, received_at, server_time, start, stop, ack, send_inventory, "
+                          "beacon_url, beacon_term, beacon_seq, beacon_window_ms, beacon_poll_ms}"},
              agent_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
                CP_ASSIGN(auto sync, decode_body<SyncRequest>(req));
                CP_ASSIGN(auto answer, cp.agent_sync(p, sync));

@@ -135,8 +135,19 @@ struct SyncResponse {
   std::vector<std::string> ack;  // terminal reports stored; the agent may forget them
   // The server does not hold the inventory the request named: send the nodes.
   bool send_inventory = false;
+  // The witness (DESIGN.md "Fencing and outages"): where the agent reads the
+  // leader's beacon when its syncs fail ("" = no witness: it fences at
+  // L - m as before), the beacon's mark as of this answer, F (a chain that
+  // holds moves the seq at least this often) and how often to read it.
+  std::string beacon_url;
+  std::int64_t beacon_term = 0;
+  std::int64_t beacon_seq = 0;
+  Millis beacon_window_ms = 0;
+  Millis beacon_poll_ms = 0;
 };
-BOOST_DESCRIBE_STRUCT(SyncResponse, (), (lease_ttl_s, received_at, server_time, start, stop, ack, send_inventory))
+BOOST_DESCRIBE_STRUCT(SyncResponse, (),
+                      (lease_ttl_s, received_at, server_time, start, stop, ack, send_inventory, beacon_url,
+                       beacon_term, beacon_seq, beacon_window_ms, beacon_poll_ms))
 
 struct LogUpload {
   std::string attempt_id;

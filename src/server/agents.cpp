@@ -258,6 +258,7 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   SyncResponse resp;
   resp.lease_ttl_s = config_.lease_ttl_s;
   resp.received_at = now;
+  fill_witness(resp);
   bool freed = false;
   bool stale_request = false;
   // What the sync does with the inventory (model/inventory.h): take the
@@ -478,11 +479,23 @@ Result<SyncResponse> ControlPlane::agent_sync(const Principal& agent, const Sync
   return resp;
 }
 
+void ControlPlane::fill_witness(SyncResponse& resp) {
+  if (!beacon_) return;
+  resp.beacon_url = beacon_->read_url();
+  if (resp.beacon_url.empty()) return;
+  const BeaconMark mark = beacon_->latest();
+  resp.beacon_term = mark.term;
+  resp.beacon_seq = mark.seq;
+  resp.beacon_window_ms = beacon_->timing().window;
+  resp.beacon_poll_ms = beacon_->timing().poll;
+}
+
 Result<SyncResponse> ControlPlane::pending_orders(const std::string& cluster_id,
                                                   const std::vector<AttemptReport>& reported, Millis received_at) {
   SyncResponse resp;
   resp.lease_ttl_s = config_.lease_ttl_s;
   resp.received_at = received_at;
+  fill_witness(resp);
   resp.server_time = clock_.now_ms();
   std::set<std::string> ids;
   for (const auto& r : reported) ids.insert(r.attempt_id);

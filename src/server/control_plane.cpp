@@ -398,7 +398,27 @@ Result<ControlPlane::RetentionPass> ControlPlane::run_retention() {
   return pass;
 }
 
+Status ControlPlane::start_beacon(const std::string& server_id, const Clock& mono, bool run_rounds) {
+  CP_CHECK(beacon_ == nullptr, "start_beacon runs once");
+  CP_ASSIGN(auto timing, fence_timing(config_));
+  if (timing.lost_after > config_.lost_after_s * 1000) {
+    spdlog::warn("lost_after_s {} is under lease + beacon window + margin: a silent cluster is judged after {} ms",
+                 config_.lost_after_s, timing.lost_after);
+  }
+  auto chain = std::make_unique<BeaconChain>(store_, objects_, clock_, mono, timing, server_id);
+  CP_TRY(chain->begin());
+  if (chain->read_url().empty()) {
+    spdlog::warn("the object store {} cannot hand agents a read URL for the beacon: agents fence after every "
+                 "control-plane outage longer than lease_ttl_s less its margin",
+                 objects_.url());
+  }
+  if (run_rounds) chain->start();
+  beacon_ = std::move(chain);
+  return {};
+}
+
 void ControlPlane::stop_background() {
+  if (beacon_) beacon_->stop();
   {
     std::lock_guard lock(loop_mu_);
     loop_stop_ = true;

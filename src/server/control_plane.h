@@ -27,6 +27,7 @@
 #include "model/types.h"
 #include "objstore/object_store.h"
 #include "server/audit_batch.h"
+#include "server/beacon.h"
 #include "server/fleet_nodes.h"
 #include "server/live_inventory.h"
 #include "server/live_work.h"
@@ -39,6 +40,11 @@ namespace cp {
 struct ServerConfig {
   std::int64_t lease_ttl_s = 30;         // agents fence themselves after this minus a margin
   std::int64_t lost_after_s = 40;        // a silent cluster goes offline and its attempts are Lost
+                                         // (with a beacon: at least L + F + m, server/beacon.h)
+  // The beacon (server/beacon.h), once start_beacon() ran: G and p; 0 =
+  // derived from lease_ttl_s (L/15 within 0.2..2 s, L/10 within 0.3..3 s).
+  std::int64_t beacon_period_ms = 0;
+  std::int64_t beacon_deadline_ms = 0;
   std::int64_t credential_ttl_s = 3600;  // agent credential lifetime
   std::int64_t bootstrap_ttl_s = 86400;  // one-time bootstrap token lifetime
   std::int64_t long_poll_max_ms = 10000;
@@ -301,6 +307,16 @@ class ControlPlane {
   // and syncs (and at least every `idle_ms`).
   void start_background(std::int64_t idle_ms = 1000);
   void stop_background();
+  // The leader's beacon (server/beacon.h): takes a term, writes the first
+  // beacon (an error when the store or the witness refuses: the server must
+  // not start), then a round every G. From then on liveness is judged only
+  // while the chain holds, silence counts from its J, and every sync names
+  // the beacon to its agent. Without it (the unit tests), silence counts
+  // from the server's start and agents have no witness. `run_rounds`
+  // false: no thread; the caller runs beacon()->round() (tests).
+  Status start_beacon(const std::string& server_id, const Clock& mono = BootTimeClock::instance(),
+                      bool run_rounds = true);
+  BeaconChain* beacon() { return beacon_.get(); }
   void wake_scheduler();
 
   // ------------------------------------------------------- monitoring
@@ -398,6 +414,8 @@ class ControlPlane {
   // from then, so that the server's own outage, or the store's, never turns
   // into Lost or Unknown attempts. Under contacts_mu_.
   Millis judging_since_ = 0;
+  std::unique_ptr<BeaconChain> beacon_;  // set once, before start_background
+  void fill_witness(SyncResponse& resp);
   static constexpr Millis kFullLivenessMs = 10'000;
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;

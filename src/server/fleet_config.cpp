@@ -5,6 +5,7 @@
 
 #include "common/smtp_client.h"
 #include "model/documents.h"
+#include "server/beacon.h"
 
 namespace cp {
 
@@ -25,6 +26,8 @@ struct ServerSpec {
   int http_threads = ServerSettings::kDefaultHttpThreads;
   std::int64_t lease_ttl_s = 30;
   std::int64_t lost_after_s = 40;
+  std::int64_t beacon_period_ms = 0;
+  std::int64_t beacon_deadline_ms = 0;
   std::int64_t credential_ttl_s = 3600;
   bool fair_share = true;
   int reservations_per_group = 1;
@@ -46,7 +49,8 @@ struct ServerSpec {
   std::string external_url;
 };
 BOOST_DESCRIBE_STRUCT(ServerSpec, (),
-                      (listen, store, objects, web_root, log_level, http_threads, lease_ttl_s, lost_after_s, credential_ttl_s,
+                      (listen, store, objects, web_root, log_level, http_threads, lease_ttl_s, lost_after_s, beacon_period_ms,
+                       beacon_deadline_ms, credential_ttl_s,
                        fair_share, reservations_per_group, max_victims, reasons_refresh_s, reasons_refresh_per_cycle, tmp_retention_s, log_retention_s,
                        event_retention_s, task_retention_s, alert_webhooks, alert_emails, smtp_url, smtp_from,
                        queue_wait_alert_s, cluster_offline_for_s, node_not_ready_for_s, external_url))
@@ -125,6 +129,8 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
       fleet.server.http_threads = sd.spec.http_threads;
       fleet.server.control.lease_ttl_s = sd.spec.lease_ttl_s;
       fleet.server.control.lost_after_s = sd.spec.lost_after_s;
+      fleet.server.control.beacon_period_ms = sd.spec.beacon_period_ms;
+      fleet.server.control.beacon_deadline_ms = sd.spec.beacon_deadline_ms;
       fleet.server.control.credential_ttl_s = sd.spec.credential_ttl_s;
       fleet.server.control.fair_share = sd.spec.fair_share;
       fleet.server.control.reservations_per_group = sd.spec.reservations_per_group;
@@ -198,6 +204,14 @@ Result<FleetConfig> parse_fleet_config(std::string_view text) {
         return in_document(i, errors::invalid("spec.lost_after_s", "must be >= lease_ttl_s >= 5",
                                               "必须 >= lease_ttl_s >= 5"));
       }
+      for (auto [field, value] : {std::pair{"spec.beacon_period_ms", sd.spec.beacon_period_ms},
+                                  std::pair{"spec.beacon_deadline_ms", sd.spec.beacon_deadline_ms}}) {
+        if (value != 0 && (value < 50 || value > 60000)) {
+          return in_document(i, errors::invalid(field, "must be 0 (derived from lease_ttl_s) or 50..60000 (ms)",
+                                                "应为 0（由 lease_ttl_s 推导）或 50..60000（毫秒）"));
+        }
+      }
+      if (auto t = fence_timing(fleet.server.control); !t.ok()) return in_document(i, t.error());
       if (sd.spec.reservations_per_group < 0 || sd.spec.reservations_per_group > 1000) {
         return in_document(i, errors::invalid("spec.reservations_per_group", "must be 0..1000", "应为 0..1000"));
       }

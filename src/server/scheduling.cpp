@@ -606,12 +606,21 @@ Status ControlPlane::kept_written(ChangeJournal* journal, WrittenRows& written) 
 
 Status ControlPlane::check_liveness() {
   Millis now = clock_.now_ms();
-  const Millis lost_after_ms = config_.lost_after_s * 1000;
-  Millis since = 0;  // J: silence before it is nobody's (control_plane.h, judging_since_)
+  // D, and J: silence before it is nobody's (control_plane.h, judging_since_;
+  // with a beacon, the start of its chain, and nothing is judged while the
+  // chain is broken).
+  const Millis lost_after_ms = beacon_ ? beacon_->timing().lost_after : config_.lost_after_s * 1000;
+  Millis since = 0;
+  if (beacon_) {
+    since = beacon_->judging_since();
+    if (since == 0) return {};
+  }
   {
     std::lock_guard lock(contacts_mu_);
-    if (judging_since_ == 0) judging_since_ = now;  // the store is back
-    since = judging_since_;
+    if (!beacon_) {
+      if (judging_since_ == 0) judging_since_ = now;  // the store is back
+      since = judging_since_;
+    }
     if (now < next_full_liveness_ &&
         std::none_of(contacts_.begin(), contacts_.end(),
                      [&](const auto& kv) { return now - std::max(kv.second, since) > lost_after_ms; })) {
@@ -622,6 +631,9 @@ Status ControlPlane::check_liveness() {
   std::map<std::string, Millis, std::less<>> contacts;
   auto judged = store_.write([&](Tx& tx) -> Status {
     contacts.clear();
+    // Only the holder of the store's term, while its chain holds, declares
+    // anyone silent: checked again after the changes, before the commit.
+    if (beacon_) CP_TRY(beacon_->check_term(tx));
     CP_ASSIGN(auto clusters, tx.list_clusters());
     for (auto& c : clusters) {
       if (c.state != ClusterState::offline && c.last_contact != 0) contacts[c.id] = c.last_contact;
@@ -661,13 +673,18 @@ Status ControlPlane::check_liveness() {
         requeued = requeued || back;
       }
     }
+    if (beacon_) CP_TRY(beacon_->check_term(tx));
     return {};
   });
   if (!judged.ok()) {
     // Unable to record, so unable to hear: silence from now on counts only
     // once the store is back.
-    std::lock_guard lock(contacts_mu_);
-    judging_since_ = 0;
+    if (beacon_) {
+      beacon_->break_chain("a liveness pass failed: " + judged.error().message);
+    } else {
+      std::lock_guard lock(contacts_mu_);
+      judging_since_ = 0;
+    }
     return judged;
   }
   {

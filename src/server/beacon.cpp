@@ -1,0 +1,246 @@
+#include "server/beacon.h"
+
+#include <algorithm>
+
+#include "common/json.h"
+#include "common/log.h"
+#include "server/control_plane.h"
+
+namespace cp {
+namespace {
+
+constexpr const char* kLeaderMeta = "leader";
+constexpr Millis kRoundTrips = 1000;      // two agent round trips, as DESIGN.md budgets them
+constexpr Millis kUrlRefreshMs = 86'400'000;  // read URLs are made for 7 days, again after one
+
+std::int64_t int_field(const json::object& o, const char* name) {
+  auto* v = o.if_contains(name);
+  return v && v->is_int64() ? v->as_int64() : 0;
+}
+
+}  // namespace
+
+Result<FenceTiming> fence_timing(const ServerConfig& config) {
+  FenceTiming t;
+  t.lease = config.lease_ttl_s * 1000;
+  t.margin = std::min<Millis>(5000, t.lease / 6);
+  t.period = config.beacon_period_ms > 0 ? config.beacon_period_ms : std::clamp<Millis>(t.lease / 15, 200, 2000);
+  t.deadline = config.beacon_deadline_ms > 0 ? config.beacon_deadline_ms : std::clamp<Millis>(t.lease / 10, 300, 3000);
+  t.window = t.period + t.deadline;
+  t.poll = std::max<Millis>(100, t.period / 2);
+  t.lost_after = std::max<Millis>(config.lost_after_s * 1000, t.lease + t.window + t.margin);
+  const Millis need = t.window + t.poll + config.sync_interval_ms + kRoundTrips;
+  if (t.lease - t.margin < need) {
+    const std::string figures = "lease_ttl_s " + std::to_string(config.lease_ttl_s) + " less its margin " +
+                                std::to_string(t.margin) + " ms is under " + std::to_string(need) +
+                                " ms (beacon period + deadline + poll + sync interval + 2 round trips)";
+    return errors::invalid("spec.lease_ttl_s",
+                           figures + ": agents would fence during any control-plane outage; raise lease_ttl_s or "
+                                     "lower beacon_period_ms / beacon_deadline_ms",
+                           figures + "：控制面任何中断都会让 agent 自行隔离任务；请调大 lease_ttl_s 或调小 "
+                                     "beacon_period_ms / beacon_deadline_ms");
+  }
+  return t;
+}
+
+std::string encode_beacon(const BeaconMark& b, const std::string& server) {
+  json::object o;
+  o["term"] = b.term;
+  o["seq"] = b.seq;
+  o["server"] = server;
+  return dump(o);
+}
+
+std::optional<BeaconMark> parse_beacon(std::string_view body) {
+  auto v = parse_json(body, 4);
+  if (!v.ok() || !v->is_object()) return std::nullopt;
+  BeaconMark b{int_field(v->as_object(), "term"), int_field(v->as_object(), "seq")};
+  if (b.term <= 0 || b.seq <= 0) return std::nullopt;
+  return b;
+}
+
+BeaconChain::BeaconChain(Store& store, ObjectStore& objects, const Clock& clock, const Clock& mono, FenceTiming timing,
+                         std::string server_id)
+    : store_(store), objects_(objects), clock_(clock), mono_(mono), timing_(timing), server_id_(std::move(server_id)) {}
+
+BeaconChain::~BeaconChain() { stop(); }
+
+Status BeaconChain::renew_term(std::int64_t term, bool take) {
+  return store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
+    std::int64_t stored = 0;
+    if (held) {
+      auto v = parse_json(*held, 4);
+      if (v.ok() && v->is_object()) stored = int_field(v->as_object(), "term");
+    }
+    if (take) {
+      term = stored + 1;
+    } else if (stored != term) {
+      deposed_ = true;
+      return errors::conflict("term " + std::to_string(term) + " was superseded by term " + std::to_string(stored),
+                              "任期 " + std::to_string(term) + " 已被任期 " + std::to_string(stored) + " 取代");
+    }
+    json::object o;
+    o["term"] = term;
+    o["server"] = server_id_;
+    o["renewed_at"] = clock_.now_ms();
+    CP_TRY(tx.set_meta(kLeaderMeta, dump(o)));
+    if (take) {
+      std::lock_guard lock(mu_);
+      term_ = term;
+      seq_ = 0;
+    }
+    return {};
+  });
+}
+
+Status BeaconChain::begin() {
+  CP_TRY(renew_term(0, true));
+  if (!round()) {
+    std::lock_guard lock(mu_);
+    return errors::unavailable("the control plane cannot keep its beacon: " + broken_why_,
+                               "控制面无法维持信标：" + broken_why_);
+  }
+  spdlog::info("control plane: term {}, beacon {} every {} ms (deadline {} ms)", latest().term, objects_.url(),
+               timing_.period, timing_.deadline);
+  return {};
+}
+
+bool BeaconChain::round() {
+  if (deposed_) return false;
+  const Millis start = mono_.now_ms();
+  std::int64_t term = 0, seq = 0;
+  {
+    std::lock_guard lock(mu_);
+    term = term_;
+    seq = seq_ + 1;
+  }
+  std::string why;
+  bool put_tried = false;
+  if (auto st = renew_term(term, false); !st.ok()) {
+    why = "renewing the term in the store failed: " + st.error().message;
+  } else {
+    put_tried = true;
+    if (auto put = objects_.put(kBeaconKey, encode_beacon({term, seq}, server_id_)); !put.ok()) {
+      why = "writing the beacon failed: " + put.error().message;
+    }
+  }
+  const Millis end = mono_.now_ms();
+  if (why.empty() && end - start > timing_.deadline) {
+    why = "the round took " + std::to_string(end - start) + " ms, over its deadline of " +
+          std::to_string(timing_.deadline) + " ms";
+  }
+  std::lock_guard lock(mu_);
+  // A seq is never written twice: a put that failed or ran late may still
+  // land, and an agent that read it must see the next chain's seq move.
+  if (put_tried) seq_ = std::max(seq_, seq);
+  if (!why.empty()) {
+    if (alive_ || broken_why_ != why) spdlog::error("control plane: not judging liveness: {}", why);
+    alive_ = false;
+    judging_since_ = 0;
+    broken_why_ = why;
+    return false;
+  }
+  // A gap since the last good round's start over F (this process stalled,
+  // or a round failed) ends the old chain; this round begins a new one.
+  if (!alive_ || end - last_start_ > timing_.window) {
+    judging_since_ = clock_.now_ms();
+    if (!broken_why_.empty() || alive_) spdlog::info("control plane: judging liveness again (term {}, seq {})", term, seq);
+    broken_why_.clear();
+  }
+  alive_ = true;
+  last_start_ = start;
+  return true;
+}
+
+void BeaconChain::start() {
+  std::lock_guard lock(loop_mu_);
+  if (loop_.joinable()) return;
+  stop_ = false;
+  loop_ = std::thread([this] {
+    std::unique_lock lk(loop_mu_);
+    while (!stop_) {
+      const Millis started = mono_.now_ms();
+      lk.unlock();
+      round();
+      lk.lock();
+      const Millis next = started + timing_.period;
+      const Millis wait = std::max<Millis>(0, next - mono_.now_ms());
+      loop_cv_.wait_for(lk, std::chrono::milliseconds(wait), [this] { return stop_; });
+    }
+  });
+}
+
+void BeaconChain::stop() {
+  {
+    std::lock_guard lock(loop_mu_);
+    stop_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+bool BeaconChain::holds_locked(Millis mono_now) const {
+  return alive_ && !deposed_ && mono_now - last_start_ <= timing_.window;
+}
+
+Millis BeaconChain::judging_since() const {
+  std::lock_guard lock(mu_);
+  return holds_locked(mono_.now_ms()) ? judging_since_ : 0;
+}
+
+Status BeaconChain::check_term(Tx& tx) const {
+  std::int64_t term = 0;
+  {
+    std::lock_guard lock(mu_);
+    term = term_;
+    if (!holds_locked(mono_.now_ms())) {
+      return errors::unavailable("the beacon chain broke: not judging liveness", "信标链已中断：暂不判定存活");
+    }
+  }
+  CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
+  std::int64_t stored = 0;
+  if (held) {
+    auto v = parse_json(*held, 4);
+    if (v.ok() && v->is_object()) stored = int_field(v->as_object(), "term");
+  }
+  if (stored != term) {
+    return errors::conflict("term " + std::to_string(term) + " is no longer the store's (" + std::to_string(stored) +
+                                "): not judging liveness",
+                            "任期 " + std::to_string(term) + " 已不是存储中的任期（" + std::to_string(stored) +
+                                "）：不再判定存活");
+  }
+  return {};
+}
+
+void BeaconChain::break_chain(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (alive_) spdlog::error("control plane: not judging liveness: {}", why);
+  alive_ = false;
+  judging_since_ = 0;
+  broken_why_ = why;
+}
+
+BeaconMark BeaconChain::latest() const {
+  std::lock_guard lock(mu_);
+  return {term_, seq_};
+}
+
+std::string BeaconChain::read_url() {
+  const Millis now = mono_.now_ms();
+  {
+    std::lock_guard lock(mu_);
+    if (!url_.empty() && now - url_made_ < kUrlRefreshMs) return url_;
+  }
+  auto u = objects_.read_url(kBeaconKey, kMaxReadUrlTtlS);
+  std::lock_guard lock(mu_);
+  if (!u.ok()) {
+    if (!url_.empty()) return url_;  // the one made before holds for days more
+    return "";
+  }
+  url_ = std::move(u).value();
+  url_made_ = now;
+  return url_;
+}
+
+}  // namespace cp
