@@ -326,6 +326,19 @@ Result<SyncResponse> Agent::sync(Millis wait_ms, bool abortable) {
   last_sync_ok_wall_ = now;
   if (resp->lease_ttl_s > 0) server_ttl_s_ = resp->lease_ttl_s;
   take_lease(lease_sent);
+  if (stale_logged_) {
+    spdlog::info("agent: the server answers again; the lease comes from its syncs again");
+    stale_logged_ = false;
+  }
+  {
+    std::lock_guard lock(witness_mu_);
+    beacon_url_ = resp->beacon_url;
+    beacon_named_ = {resp->beacon_term, resp->beacon_seq};
+    beacon_window_ms_ = resp->beacon_window_ms;
+    beacon_poll_ms_ = resp->beacon_poll_ms;
+    answered_sent_ = lease_sent;
+    ++answered_gen_;
+  }
   fenced_ = false;
   reported_ = inflight_;
   live_attempts_ = std::any_of(req.attempts.begin(), req.attempts.end(),
@@ -391,7 +404,7 @@ void Agent::ship_logs() {
 
 // -------------------------------------------------------------- fencing
 
-Millis Agent::lease_ttl_ms() const { return (config_.lease_ttl_s > 0 ? config_.lease_ttl_s : server_ttl_s_) * 1000; }
+Millis Agent::lease_ttl_ms() const { return (config_.lease_ttl_s > 0 ? config_.lease_ttl_s : server_ttl_s_.load()) * 1000; }
 
 Millis Agent::fence_margin_ms() const {
   if (config_.fence_margin_ms > 0) return config_.fence_margin_ms;
@@ -416,8 +429,134 @@ void Agent::fence(Millis now) {
       now - lease_end_, format_time(last_sync_ok_wall_), lease_ttl_ms() / 1000, fence_margin_ms(), stopped);
 }
 
+void Agent::apply_stale_verdict(Millis now) {
+  const Millis until = stale_until_.load();
+  // Only a lease that still holds runs on: once it ran out, the supervisors
+  // may be stopping the tasks, and only an answered sync starts a new chain.
+  if (fenced_ || until <= lease_end_ || lease_end_ <= now) return;
+  lease_end_ = until;
+  (void)write_lease();
+  if (!stale_logged_) {
+    spdlog::warn("agent: the server does not answer and its beacon stands still (nobody is judging liveness): the "
+                 "tasks keep running; lease held for {} ms more, renewed while the beacon stays still",
+                 lease_end_ - now);
+    stale_logged_ = true;
+  }
+}
+
+std::optional<Agent::BeaconRead> Agent::read_beacon(const std::string& url, Millis timeout_ms, std::string& why) {
+  std::string body;
+  if (url.rfind("file://", 0) == 0) {
+    auto text = agent_files::read_all(url.substr(7));
+    if (!text) {
+      why = "cannot read " + url;
+      return std::nullopt;
+    }
+    body = std::move(*text);
+  } else if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) {
+    static thread_local HttpClient client;
+    HttpRequestOptions opts;
+    opts.timeout_ms = static_cast<long>(std::max<Millis>(100, timeout_ms));
+    opts.should_abort = [this] { return stopping(); };
+    auto r = client.request("GET", url, "", "", opts);
+    if (!r.ok()) {
+      why = r.error().message;
+      return std::nullopt;
+    }
+    if (!is_2xx(r->status)) {
+      why = "HTTP " + std::to_string(r->status);
+      return std::nullopt;
+    }
+    body = std::move(r->body);
+  } else {
+    why = "unsupported witness URL";
+    return std::nullopt;
+  }
+  auto v = parse_json(body, 4);
+  if (!v.ok() || !v->is_object()) {
+    why = "the beacon is not JSON";
+    return std::nullopt;
+  }
+  BeaconRead b;
+  const auto& o = v->as_object();
+  if (auto* t = o.if_contains("term"); t && t->is_int64()) b.term = t->as_int64();
+  if (auto* s = o.if_contains("seq"); s && s->is_int64()) b.seq = s->as_int64();
+  if (b.term <= 0 || b.seq <= 0) {
+    why = "the beacon has no term and seq";
+    return std::nullopt;
+  }
+  return b;
+}
+
+void Agent::watch_beacon() {
+  struct Anchor {
+    BeaconRead mark;
+    Millis answered = 0;
+  };
+  std::optional<Anchor> anchor;
+  std::uint64_t gen = 0;
+  // warn_limited's, for this thread.
+  std::string last_note;
+  Millis last_note_at = 0;
+  auto note = [&](const std::string& what) {
+    const Millis now = clock_.now_ms();
+    if (what == last_note && now - last_note_at < 30000) return;
+    last_note = what;
+    last_note_at = now;
+    spdlog::warn("{}", what);
+  };
+  while (!stopping()) {
+    std::string url;
+    BeaconRead named;
+    Millis window = 0, poll = 0, sent_at = 0;
+    {
+      std::lock_guard lock(witness_mu_);
+      url = beacon_url_;
+      named = beacon_named_;
+      window = beacon_window_ms_;
+      poll = beacon_poll_ms_;
+      sent_at = answered_sent_;
+      if (gen != answered_gen_) anchor.reset();  // an answer: pairs start again
+      gen = answered_gen_;
+    }
+    const Millis pause = std::clamp<Millis>(poll, 50, 1000);
+    const Millis usable = lease_ttl_ms() - fence_margin_ms();
+    if (url.empty() || window <= 0 || lease_clock_.now_ms() < sent_at + usable / 3) {
+      wait_ms_plain(pause);
+      continue;
+    }
+    const Millis sent = lease_clock_.now_ms();
+    std::string why;
+    auto mark = read_beacon(url, window, why);
+    const Millis answered = lease_clock_.now_ms();
+    if (!mark || *mark < named) {
+      if (mark) why = "the beacon is behind what the server last named";
+      anchor.reset();
+      note("agent: cannot read the control plane's beacon (" + why +
+                   "): no lease from it; the tasks stop when the lease runs out");
+    } else if (!anchor || anchor->mark != *mark) {
+      if (anchor && anchor->mark < *mark) {
+        // A live control plane that cannot hear us: syncing again now is
+        // the only way to keep the lease; the tasks stop when it runs out.
+        beacon_moved_ = true;
+        note("agent: the control plane's beacon moves (it is alive and judging): syncing again at once; no lease "
+             "comes from the beacon, so the tasks stop when the lease runs out unless a sync is answered");
+      }
+      anchor = Anchor{*mark, answered};
+    } else if (sent - anchor->answered >= window) {
+      // Nobody's chain held between the anchor's answer and this send.
+      const Millis until = sent + usable;
+      Millis held = stale_until_.load();
+      while (held < until && !stale_until_.compare_exchange_weak(held, until)) {
+      }
+    }
+    wait_ms_plain(pause);
+  }
+}
+
 std::vector<AttemptReport> Agent::tick() {
   const Millis now = lease_clock_.now_ms();
+  apply_stale_verdict(now);
   if (fence_due(now)) fence(now);
   return current_reports();
 }
@@ -430,8 +569,17 @@ void Agent::wait_ms(Millis ms) {
   while (!stopping()) {
     auto now = std::chrono::steady_clock::now();
     if (now >= until) break;
+    if (beacon_moved_.exchange(false)) break;  // a live control plane: retry at once
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(slice, until - now));
     tick();
+  }
+}
+
+void Agent::wait_ms_plain(Millis ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (!stopping() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(50), until - std::chrono::steady_clock::now()));
   }
 }
 
@@ -474,6 +622,7 @@ Status Agent::run(std::atomic<bool>& stop) {
   stop_ = &stop;
   spdlog::info("agent: cluster {} -> {} (instance {}, executor {})", config_.cluster_id, config_.server_url, instance_,
                executor_->kind());
+  beacon_thread_ = std::thread([this] { watch_beacon(); });
   while (!stopping()) {
     tick();
     auto reg = ensure_registered();
@@ -502,6 +651,7 @@ Status Agent::run(std::atomic<bool>& stop) {
     apply(r.value());
     ship_logs();
   }
+  if (beacon_thread_.joinable()) beacon_thread_.join();
   stop_ = nullptr;
   spdlog::info("agent: stopped; running attempts keep running and the next agent on {} adopts them", config_.data_dir);
   return ok_status();

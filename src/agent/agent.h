@@ -13,8 +13,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/executor.h"
@@ -119,10 +122,27 @@ class Agent {
   Millis fence_margin_ms() const;
   bool fence_due(Millis now) const;
   void fence(Millis now);
+
+  // The witness (DESIGN.md "Fencing and outages"): while syncs fail, a thread
+  // of its own reads the leader's beacon from (L - m)/3 after the last
+  // answered sync's send on. The same (term, seq) in two reads, the second
+  // sent at least F after the first was answered, means nobody is judging
+  // anyone's silence: the lease runs on to that second read's send + L - m
+  // (tick() applies it; the timer never waits on I/O). A seq that moved
+  // means a live control plane cannot hear us: no lease, and retry at once.
+  // Unreadable, or below what the last answer named: no lease.
+  struct BeaconRead {
+    std::int64_t term = 0, seq = 0;
+    auto operator<=>(const BeaconRead&) const = default;
+  };
+  void watch_beacon();
+  std::optional<BeaconRead> read_beacon(const std::string& url, Millis timeout_ms, std::string& why);
+  void apply_stale_verdict(Millis now);
   // Fences when due and polls the executor (which enforces kill deadlines);
   // returns the current reports. Called between requests and from within them.
   std::vector<AttemptReport> tick();
   void wait_ms(Millis ms);  // sleeps in slices, ticking, until done or stopping
+  void wait_ms_plain(Millis ms);  // the same without ticking (the beacon thread)
   void backoff();
   bool stopping() const { return stop_ && stop_->load(); }
 
@@ -140,7 +160,7 @@ class Agent {
   std::mt19937_64 rng_;
 
   SavedCredential cred_;
-  std::int64_t server_ttl_s_ = 30;
+  std::atomic<std::int64_t> server_ttl_s_{30};  // read by the beacon thread too
   const Clock& lease_clock_;
   std::string lease_path_;        // <data_dir>/lease.json
   std::string boot_id_;           // this boot's; "" when unreadable (no lease is ever valid then)
@@ -165,6 +185,19 @@ class Agent {
 
   std::string last_warning_;
   Millis last_warning_at_ = 0;
+
+  // Witness state: set by sync() (under witness_mu_), read by the thread.
+  std::mutex witness_mu_;
+  std::string beacon_url_;
+  BeaconRead beacon_named_;      // the mark the last answer named
+  Millis beacon_window_ms_ = 0;  // F
+  Millis beacon_poll_ms_ = 0;
+  Millis answered_sent_ = 0;       // lease clock: send time of the last answered sync
+  std::uint64_t answered_gen_ = 0;  // answered syncs so far
+  std::atomic<Millis> stale_until_{0};     // lease clock: what a stale verdict earned
+  std::atomic<bool> beacon_moved_{false};  // a fresh verdict: end any back-off
+  std::thread beacon_thread_;
+  bool stale_logged_ = false;  // main thread: the last extension came from the beacon
 };
 
 }  // namespace cp

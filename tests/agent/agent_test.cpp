@@ -47,6 +47,15 @@ class ScriptedControlPlane {
     starts_.push_back(std::move(o));
   }
   void set_lease_ttl(std::int64_t s) { lease_ttl_s_ = s; }
+  // The witness every sync answer names (DESIGN.md "Fencing and outages").
+  void set_beacon(const std::string& url, std::int64_t term, std::int64_t seq, Millis window_ms, Millis poll_ms) {
+    std::lock_guard lock(mu_);
+    beacon_url_ = url;
+    beacon_term_ = term;
+    beacon_seq_ = seq;
+    beacon_window_ms_ = window_ms;
+    beacon_poll_ms_ = poll_ms;
+  }
   void set_credential_life_ms(Millis ms) { credential_life_ms_ = ms; }
   void set_hold_ms(Millis ms) { hold_ms_ = ms; }
   // This server's clock runs ahead of the agent's by `ms` (in its sync answers).
@@ -184,6 +193,11 @@ class ScriptedControlPlane {
     resp.received_at = received_at;
     resp.server_time = SystemClock::instance().now_ms() + clock_ahead_ms_;
     std::lock_guard lock(mu_);
+    resp.beacon_url = beacon_url_;
+    resp.beacon_term = beacon_term_;
+    resp.beacon_seq = beacon_seq_;
+    resp.beacon_window_ms = beacon_window_ms_;
+    resp.beacon_poll_ms = beacon_poll_ms_;
     // A long-poll the agent gave up on ends after newer syncs: ignore what it
     // says (a real server must, too: seq orders the syncs of one instance).
     for (const auto& prev : syncs_) {
@@ -237,6 +251,9 @@ class ScriptedControlPlane {
   std::set<std::string> bootstraps_{"cpb_first"};
   int issued_ = 0;
   std::atomic<std::int64_t> lease_ttl_s_{30};
+  std::string beacon_url_;
+  std::int64_t beacon_term_ = 0, beacon_seq_ = 0;
+  Millis beacon_window_ms_ = 0, beacon_poll_ms_ = 0;
   std::atomic<Millis> credential_life_ms_{3'600'000};
   std::atomic<Millis> hold_ms_{200};
   std::atomic<Millis> clock_ahead_ms_{0};
@@ -469,6 +486,85 @@ TEST_F(AgentTest, FencesItselfWhenTheServerGoesSilent) {
     return r && r->state == AttemptState::Lost;
   }));
   EXPECT_NE(cp_.last_report("t-fence.1")->message.find("lost"), std::string::npos);
+}
+
+// The witness (DESIGN.md "Fencing and outages"): with its syncs unanswered,
+// the agent reads the beacon. Standing still for F (nobody judges anyone's
+// silence): the lease runs on and the task with it, for many leases. Moving
+// (a live control plane that cannot hear this agent), unreadable, or behind
+// what the server last named: no lease from it, fenced at L - m as before.
+class AgentBeaconTest : public AgentTest {
+ protected:
+  std::string beacon_path() { return dir_.path() + "/witness/beacon"; }
+  void write_beacon(std::int64_t term, std::int64_t seq) {
+    std::filesystem::create_directories(dir_.path() + "/witness");
+    std::ofstream(beacon_path() + ".tmp") << R"({"term":)" << term << R"(,"seq":)" << seq << R"(,"server":"s1"})";
+    std::filesystem::rename(beacon_path() + ".tmp", beacon_path());
+  }
+  // The sleeper runs under a 2 s lease (margin 1 s) with the beacon named
+  // at (1, 5), F = 200 ms, read every 50 ms; then the server goes silent.
+  int start_watched_sleeper(const std::string& task, const std::string& url) {
+    write_beacon(1, 5);
+    cp_.set_beacon(url, 1, 5, 200, 50);
+    const int sleeper = start_sleeper(short_lease(), task);
+    // One answered sync after the sleeper runs carries the witness.
+    const auto seen = cp_.syncs().size();
+    wait_until([&] { return cp_.syncs().size() > seen + 1; });
+    server_.set_blackhole(true);
+    return sleeper;
+  }
+};
+
+TEST_F(AgentBeaconTest, AStillBeaconKeepsTheTasksRunningThroughAnOutage) {
+  const int sleeper = start_watched_sleeper("t-still", "file://" + beacon_path());
+  ASSERT_GT(sleeper, 0);
+  // Four leases of silence: the task runs on.
+  std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+  EXPECT_FALSE(process_gone(sleeper)) << "fenced although nobody judged";
+  EXPECT_EQ(executor_->poll().at(0).state, AttemptState::Running);
+  shim::LeaseRecord lease;
+  ASSERT_TRUE(shim::read_lease((dir_.path() + "/lease.json").c_str(), lease));
+  EXPECT_GT(lease.deadline_ms, BootTimeClock::instance().now_ms()) << "the supervisors hold an extended deadline";
+
+  // The server answers again: the same attempt, still running, attempt 1.
+  server_.set_blackhole(false);
+  ASSERT_TRUE(wait_until([&] {
+    auto r = cp_.last_report("t-still.1");
+    return r && r->state == AttemptState::Running && cp_.syncs().back().req.attempts.size() == 1;
+  }));
+  EXPECT_FALSE(process_gone(sleeper));
+}
+
+TEST_F(AgentBeaconTest, AMovingBeaconMeansCutOffAndTheAgentFences) {
+  const int sleeper = start_watched_sleeper("t-moving", "file://" + beacon_path());
+  ASSERT_GT(sleeper, 0);
+  const auto silent_at = std::chrono::steady_clock::now();
+  std::atomic<bool> done{false};
+  std::thread leader([&] {
+    for (std::int64_t seq = 6; !done; ++seq) {
+      write_beacon(1, seq);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const bool gone = wait_until([&] { return process_gone(sleeper); });
+  done = true;
+  leader.join();
+  ASSERT_TRUE(gone) << "a cut-off agent kept its task while the control plane lived";
+  EXPECT_LT(std::chrono::steady_clock::now() - silent_at, std::chrono::milliseconds(2500));
+  EXPECT_TRUE(wait_until([&] { return executor_->poll().at(0).state == AttemptState::Lost; }));
+}
+
+TEST_F(AgentBeaconTest, AnUnreadableBeaconGivesNoLease) {
+  const int sleeper = start_watched_sleeper("t-unread", "file://" + dir_.path() + "/no-such-beacon");
+  ASSERT_GT(sleeper, 0);
+  EXPECT_TRUE(wait_until([&] { return process_gone(sleeper); })) << "kept running on a beacon it cannot read";
+}
+
+TEST_F(AgentBeaconTest, ABeaconBehindWhatTheServerNamedGivesNoLease) {
+  const int sleeper = start_watched_sleeper("t-behind", "file://" + beacon_path());
+  ASSERT_GT(sleeper, 0);
+  write_beacon(1, 3);  // an older copy (a lagging replica, a restored backup)
+  EXPECT_TRUE(wait_until([&] { return process_gone(sleeper); })) << "kept running on a beacon from the past";
 }
 
 // A clean stop leaves attempts running; a restarted agent that cannot reach
