@@ -80,9 +80,10 @@ class Fleet {
     write_file(dir_ + "/fleet.yaml", fleet);
     marks = dir_ + "/marks";
     write_file(marks, "");
+    // A fixed port, so that a restarted server is where its agents look.
     server_ = std::make_unique<Process>(
         std::vector<std::string>{"server", "--config", dir_ + "/fleet.yaml", "--data-dir", dir_ + "/server",
-                                 "--listen", "127.0.0.1:0", "--log-level", "info"},
+                                 "--listen", "127.0.0.1:" + std::to_string(free_port()), "--log-level", "info"},
         dir_ + "/server.log");
   }
   ~Fleet() {
@@ -119,14 +120,16 @@ class Fleet {
     return true;
   }
 
-  // Starts an agent for `cluster` and waits until the cluster is online.
-  bool add_agent(const std::string& cluster, const std::vector<std::string>& executor, std::string& why) {
+  // Starts an agent for `cluster` (talking to `server_url`, by default the
+  // server's own) and waits until the cluster is online.
+  bool add_agent(const std::string& cluster, const std::vector<std::string>& executor, std::string& why,
+                 const std::string& server_url = "") {
     auto tok = api.call("POST", "/api/v1/clusters/" + cluster + "/bootstrap-tokens", "{}");
     if (!tok.ok() || tok->status != 201) {
       why = tok.ok() ? tok->body : tok.error().message;
       return false;
     }
-    std::vector<std::string> args{"agent", "--server", base_, "--token",
+    std::vector<std::string> args{"agent", "--server", server_url.empty() ? base_ : server_url, "--token",
                                   std::string(json::parse(tok->body).at("token").as_string()), "--cluster-id", cluster,
                                   "--data-dir", agent_dir(cluster), "--log-level", "info"};
     args.insert(args.end(), executor.begin(), executor.end());
@@ -140,6 +143,8 @@ class Fleet {
   }
 
   Process& agent(const std::string& cluster) { return *agents_.at(cluster); }
+  Process& server() { return *server_; }
+  int server_port() const { return std::stoi(base_.substr(base_.rfind(':') + 1)); }
   std::string agent_dir(const std::string& cluster) const { return dir_ + "/agent-" + cluster; }
 
   std::string cluster_state(const std::string& id) const {
@@ -360,6 +365,118 @@ TEST(DeadAgentTest, ARestartedAgentAdoptsOnlyWhatItsLeaseStillCovers) {
   EXPECT_EQ(spans[0].second, last1) << "attempt 1 marked again after the restart: it was adopted";
   EXPECT_LT(spans[0].second, spans[1].first);
   ASSERT_TRUE(f.api.call("POST", "/api/v1/tasks/" + t2 + "/cancel", "{}").ok());
+}
+
+// ------------------------------------------------ control-plane outages
+//
+// The other promise (issue 42): running work does not stop because the
+// control plane is down. The agent's syncs fail; it reads the leader's
+// beacon (here the server's file:// object store, which agents on the same
+// machine read): standing still means nobody judges anyone's silence, so
+// its lease runs on and so do the tasks. Ten leases of a frozen server,
+// then ten of a killed one: the task's own marks show no gap over 2 s, and
+// it ends Succeeded as attempt 1.
+
+// The longest gap between two marks of `attempt`, and its tick count.
+std::pair<std::int64_t, int> gaps_of(const Fleet& f, const std::string& attempt) {
+  std::int64_t gap = 0, prev = 0;
+  int ticks = 0;
+  for (const auto& m : read_marks(f.marks)) {
+    if (m.attempt != attempt) continue;
+    if (prev != 0) gap = std::max(gap, m.ns - prev);
+    prev = m.ns;
+    ticks += m.kind == "tick";
+  }
+  return {gap, ticks};
+}
+
+TEST(OutageTest, RunningWorkOutlivesAFrozenAndThenAKilledServer) {
+  const std::string dir = make_temp_dir("cp-outage");
+  ASSERT_FALSE(dir.empty());
+  Fleet f(dir, 8);
+  std::string why;
+  ASSERT_TRUE(f.start({"c1"}, why)) << why;
+  constexpr auto kTenLeases = 60s;
+  // Long enough for both outages and the server's returns: ~150 s of marks.
+  const std::string t = f.submit("outlives", 750);
+  ASSERT_EQ(f.running_as(t, 1, 30s), "c1") << f.logs();
+  ASSERT_TRUE(f.ticked(t, 1, 5, 20s)) << f.logs();
+  const pid_t pid = f.pid_of(t, 1);
+
+  // ------------------------------------------ the server frozen (SIGSTOP)
+  ASSERT_EQ(kill(f.server().pid(), SIGSTOP), 0);
+  std::this_thread::sleep_for(kTenLeases);  // the outage itself
+  EXPECT_TRUE(process_alive(pid)) << "the task stopped while the server was frozen\n" << f.logs();
+  ASSERT_EQ(kill(f.server().pid(), SIGCONT), 0);
+  ASSERT_TRUE(eventually([&] { return f.state_of(t) == "Running"; }, 20s)) << f.logs();
+  // The server judges again (a new chain) and still hears c1: it stays online.
+  std::this_thread::sleep_for(10s);
+  EXPECT_EQ(f.cluster_state("c1"), "online") << f.logs();
+
+  // ------------------------------------------ the server killed, restarted ten leases later
+  f.server().kill_hard();
+  std::this_thread::sleep_for(kTenLeases);
+  EXPECT_TRUE(process_alive(pid)) << "the task stopped while the server was down\n" << f.logs();
+  f.server().start();
+  ASSERT_TRUE(f.server().wait_for_line("UI and API:  ", 30s).has_value()) << f.logs();
+
+  ASSERT_TRUE(eventually([&] { return f.state_of(t) == "Succeeded"; }, 120s)) << f.logs();
+  const auto as = f.attempts(t);
+  ASSERT_EQ(as.size(), 1u) << "rerun after an outage of the control plane";
+  EXPECT_EQ(as[0].state, "Succeeded");
+  const auto [gap, ticks] = gaps_of(f, t + ".1");
+  EXPECT_EQ(ticks, 750);
+  EXPECT_LT(gap, 2'000'000'000LL) << "the task paused " << gap / 1'000'000 << " ms";
+  std::printf("outage: longest gap between marks over two 60 s outages of the server: %lld ms\n",
+              static_cast<long long>(gap / 1'000'000));
+  EXPECT_EQ(f.cluster_state("c1"), "online");
+}
+
+// The same beacon must not keep a task alive whose agent is merely cut off
+// from a live server: the beacon moves, so the agent fences at L - m, before
+// the server reruns the task in the pool (after D). A TCP proxy that stops
+// forwarding stands for the partition; the agent and its task stay alive.
+// When the proxy forwards again, the agent learns it was superseded.
+TEST(OutageTest, AnAgentCutOffFromALiveServerFencesBeforeTheRerun) {
+  const std::string dir = make_temp_dir("cp-cutoff");
+  ASSERT_FALSE(dir.empty());
+  Fleet f(dir, 8);
+  std::string why;
+  ASSERT_TRUE(f.start({}, why)) << why;
+  TcpProxy proxy(f.server_port());
+  ASSERT_GT(proxy.port(), 0);
+  ASSERT_TRUE(f.add_agent("c1", {"--executor", "local"}, why, "http://127.0.0.1:" + std::to_string(proxy.port())))
+      << why;
+  const std::string t = f.submit("cut-off", 1000);
+  ASSERT_EQ(f.running_as(t, 1, 30s), "c1") << f.logs();
+  ASSERT_TRUE(f.add_agent("c2", {"--executor", "local"}, why)) << why;
+  ASSERT_TRUE(f.ticked(t, 1, 5, 20s)) << f.logs();
+  const pid_t pid = f.pid_of(t, 1);
+
+  proxy.cut();
+  const auto cut_at = SteadyClock::now();
+  EXPECT_TRUE(eventually([&] { return !process_alive(pid); }, 15s))
+      << "a cut-off agent kept its task while the server lived\n"
+      << f.logs();
+  std::printf("cut off: attempt 1 stopped %lld ms after the cut\n",
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - cut_at).count()));
+  EXPECT_TRUE(f.agent("c1").running()) << "the agent itself must stay alive";
+  ASSERT_EQ(f.running_as(t, 2, 40s), "c2") << f.logs();
+  ASSERT_TRUE(f.ticked(t, 2, 5, 20s)) << f.logs();
+  expect_no_overlap(f, t);
+
+  proxy.restore();
+  EXPECT_TRUE(eventually([&] { return f.cluster_state("c1") == "online"; }, 30s)) << f.logs();
+  EXPECT_TRUE(
+      eventually([&] { return !std::filesystem::exists(f.agent_dir("c1") + "/attempts/" + t + ".1"); }, 30s))
+      << "the agent still holds the superseded attempt\n"
+      << f.logs();
+  const auto as = f.attempts(t);
+  ASSERT_EQ(as.size(), 2u);
+  EXPECT_EQ(as[0].state, "Lost");
+  EXPECT_EQ(as[1].state, "Running");
+  ASSERT_TRUE(f.api.call("POST", "/api/v1/tasks/" + t + "/cancel", "{}").ok());
 }
 
 // ---------------------------------------------------------------- Slurm

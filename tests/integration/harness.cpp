@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -186,6 +187,102 @@ int free_port() {
     if (ok) return port;
   }
   return 0;
+}
+
+TcpProxy::TcpProxy(int target_port) : target_port_(target_port) {
+  listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(listen_fd_, 64) != 0 || getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return;
+  }
+  port_ = ntohs(addr.sin_port);
+  thread_ = std::thread([this] { run(); });
+}
+
+TcpProxy::~TcpProxy() {
+  stop_ = true;
+  if (wake_[1] >= 0) (void)!write(wake_[1], "x", 1);
+  if (thread_.joinable()) thread_.join();
+  for (int fd : {listen_fd_, wake_[0], wake_[1]}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void TcpProxy::cut() {
+  cut_ = true;
+  (void)!write(wake_[1], "x", 1);
+}
+
+void TcpProxy::restore() {
+  cut_ = false;
+  (void)!write(wake_[1], "x", 1);
+}
+
+void TcpProxy::run() {
+  std::map<int, int> peer;  // fd -> the fd it forwards to, both directions
+  auto drop = [&](int fd) {
+    auto it = peer.find(fd);
+    if (it == peer.end()) return;
+    const int other = it->second;
+    close(fd);
+    close(other);
+    peer.erase(fd);
+    peer.erase(other);
+  };
+  while (!stop_) {
+    std::vector<pollfd> fds{{wake_[0], POLLIN, 0}};
+    const bool forwarding = !cut_;
+    if (forwarding) {
+      fds.push_back({listen_fd_, POLLIN, 0});
+      for (const auto& [fd, other] : peer) fds.push_back({fd, POLLIN, 0});
+    }
+    if (poll(fds.data(), fds.size(), 200) <= 0) continue;
+    if (fds[0].revents) {
+      char buf[64];
+      while (read(wake_[0], buf, sizeof buf) > 0) {
+      }
+    }
+    if (!forwarding || cut_) continue;
+    if (fds[1].revents & POLLIN) {
+      int in = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (in >= 0) {
+        int out = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<std::uint16_t>(target_port_));
+        if (out >= 0 && connect(out, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+          peer[in] = out;
+          peer[out] = in;
+        } else {
+          close(in);
+          if (out >= 0) close(out);
+        }
+      }
+    }
+    for (std::size_t i = 2; i < fds.size(); ++i) {
+      if (!fds[i].revents || !peer.count(fds[i].fd)) continue;
+      char buf[65536];
+      const ssize_t n = read(fds[i].fd, buf, sizeof buf);
+      if (n <= 0) {
+        drop(fds[i].fd);
+        continue;
+      }
+      // Blocking writes: the far side is a test's server or agent, both quick readers.
+      const int to = peer[fds[i].fd];
+      for (ssize_t off = 0; off < n;) {
+        const ssize_t w = write(to, buf + off, static_cast<std::size_t>(n - off));
+        if (w <= 0) break;
+        off += w;
+      }
+    }
+  }
+  for (const auto& [fd, other] : peer) close(fd);
 }
 
 Platform::Platform(std::string config, std::string data_dir)

@@ -4,11 +4,13 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -64,6 +66,31 @@ class Process {
 // ephemeral range, so no client connection takes it while a server that
 // listens on it is restarted. 0 if none was found.
 int free_port();
+
+// A TCP proxy on 127.0.0.1 (port 0) to `target_port`, on a thread of its
+// own. cut(): it stops forwarding, both ways, on every connection, old and
+// new (they stay open: the far side sees silence, not a reset), as a
+// network partition does; restore() forwards again.
+class TcpProxy {
+ public:
+  explicit TcpProxy(int target_port);
+  ~TcpProxy();
+  TcpProxy(const TcpProxy&) = delete;
+  TcpProxy& operator=(const TcpProxy&) = delete;
+  int port() const { return port_; }
+  void cut();
+  void restore();
+
+ private:
+  void run();
+  int target_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> cut_{false};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 class Platform {
  public:
