@@ -4,6 +4,8 @@
 #   scripts/postgres-test-server.sh start [DIR]   init + start it, print its URL
 #   scripts/postgres-test-server.sh url   [DIR]   print the URL of the running server
 #   scripts/postgres-test-server.sh stop  [DIR]   stop it and remove DIR
+#   scripts/postgres-test-server.sh pause [DIR]   stop it, keeping DIR (an outage, for the tests)
+#   scripts/postgres-test-server.sh resume [DIR]  start it again on the same port
 #
 # DIR (default $CUBEPLANE_PG_DIR, else /tmp/cubeplane-pg-<checksum of this checkout's path>) holds
 # the data directory, the unix socket, the log and the URL. The server
@@ -68,6 +70,28 @@ free_port() {
   echo $((20000 + RANDOM % 20000))
 }
 
+# pg_start BIN PORT: -w waits until the server accepts connections (or gives up).
+pg_start() {
+  as_pg "$1/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $2 -c unix_socket_directories='$dir'" \
+    -o "-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=300" \
+    start >/dev/null 2>&1
+}
+
+pause() {
+  local bin
+  bin=$(pg_bin) || die "no PostgreSQL server installed"
+  [ -f "$dir/port" ] || die "no server in $dir"
+  as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null 2>&1 || die "pg_ctl stop failed"
+}
+
+resume() {
+  local bin
+  bin=$(pg_bin) || die "no PostgreSQL server installed"
+  [ -f "$dir/port" ] || die "no server in $dir"
+  pg_start "$bin" "$(cat "$dir/port")" || { tail -n 20 "$dir/server.log" >&2 || true; die "pg_ctl start failed"; }
+}
+
 start() {
   ensure_installed
   if running; then
@@ -92,15 +116,12 @@ start() {
 
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
-    # -w waits until the server accepts connections (or gives up).
-    if as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories='$dir'" \
-      -o "-c fsync=on -c synchronous_commit=on -c full_page_writes=on -c max_connections=300" \
-      start >/dev/null 2>&1; then
+    if pg_start "$bin" "$port"; then
       break
     fi
     [ "$attempt" -eq 5 ] && { tail -n 20 "$dir/server.log" >&2 || true; die "pg_ctl start failed"; }
   done
+  echo "$port" >"$dir/port"
 
   for _ in $(seq 1 60); do
     "$bin/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres && break
@@ -124,6 +145,8 @@ stop() {
 case "$cmd" in
   start) start ;;
   stop) stop ;;
+  pause) pause ;;
+  resume) resume ;;
   url) running && cat "$dir/url" || die "no server running in $dir (scripts/postgres-test-server.sh start)" ;;
-  *) die "usage: $0 start|stop|url [DIR]" ;;
+  *) die "usage: $0 start|stop|url|pause|resume [DIR]" ;;
 esac

@@ -73,7 +73,9 @@ spec: {default_resource_group: rg}
 // started one by one, each with its own data dir.
 class Fleet {
  public:
-  Fleet(const std::string& dir, int lost_after_s, const std::string& fleet_yaml = kFleet) : dir_(dir) {
+  Fleet(const std::string& dir, int lost_after_s, const std::string& fleet_yaml = kFleet,
+        const std::vector<std::string>& server_flags = {})
+      : dir_(dir) {
     std::string fleet = fleet_yaml;
     fleet.replace(fleet.find("LOST_AFTER"), 10, std::to_string(lost_after_s));
     std::filesystem::create_directories(dir_ + "/server");
@@ -81,10 +83,10 @@ class Fleet {
     marks = dir_ + "/marks";
     write_file(marks, "");
     // A fixed port, so that a restarted server is where its agents look.
-    server_ = std::make_unique<Process>(
-        std::vector<std::string>{"server", "--config", dir_ + "/fleet.yaml", "--data-dir", dir_ + "/server",
-                                 "--listen", "127.0.0.1:" + std::to_string(free_port()), "--log-level", "info"},
-        dir_ + "/server.log");
+    std::vector<std::string> args{"server",    "--config", dir_ + "/fleet.yaml", "--data-dir", dir_ + "/server",
+                                  "--listen", "127.0.0.1:" + std::to_string(free_port()), "--log-level", "info"};
+    args.insert(args.end(), server_flags.begin(), server_flags.end());
+    server_ = std::make_unique<Process>(args, dir_ + "/server.log");
   }
   ~Fleet() {
     for (auto& [name, a] : agents_) {
@@ -428,6 +430,55 @@ TEST(OutageTest, RunningWorkOutlivesAFrozenAndThenAKilledServer) {
   EXPECT_EQ(ticks, 750);
   EXPECT_LT(gap, 2'000'000'000LL) << "the task paused " << gap / 1'000'000 << " ms";
   std::printf("outage: longest gap between marks over two 60 s outages of the server: %lld ms\n",
+              static_cast<long long>(gap / 1'000'000));
+  EXPECT_EQ(f.cluster_state("c1"), "online");
+}
+
+// PostgreSQL stopped for ten leases under running work: the server can
+// neither hear nor record, so its chain breaks (the term renewal fails) and
+// the beacon stands still; the agent keeps its task, which ends Succeeded
+// as attempt 1 once the store is back. A PostgreSQL instance of its own
+// (scripts/postgres-test-server.sh, paused and resumed on its port).
+TEST(OutageTest, RunningWorkOutlivesPostgresStoppedForTenLeases) {
+  const char* off = std::getenv("CUBEPLANE_TEST_POSTGRES");
+  if (off != nullptr && std::string(off) == "off") GTEST_SKIP() << "CUBEPLANE_TEST_POSTGRES=off";
+  const std::string dir = make_temp_dir("cp-pg-outage");
+  ASSERT_FALSE(dir.empty());
+  const std::string script = std::string(CUBEPLANE_SOURCE_DIR) + "/scripts/postgres-test-server.sh";
+  // Beside, not inside, `dir` (0700, root's): PostgreSQL runs as its own user.
+  const std::string pg_dir = make_temp_dir("cp-pg-outage-db");
+  const std::string started = dir + "/pg-url";
+  struct PgCleanup {
+    std::string script, pg_dir;
+    ~PgCleanup() { (void)std::system((script + " stop " + pg_dir + " >/dev/null 2>&1").c_str()); }
+  } pg_cleanup{script, pg_dir};
+  if (std::system((script + " start " + pg_dir + " >" + started + " 2>" + dir + "/pg-start.log").c_str()) != 0) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") FAIL() << "CI=true but no PostgreSQL: " << read_file(dir + "/pg-start.log");
+    GTEST_SKIP() << "no PostgreSQL server to start: " << read_file(dir + "/pg-start.log");
+  }
+  std::string url = read_file(started);
+  while (!url.empty() && (url.back() == '\n' || url.back() == ' ')) url.pop_back();
+  Fleet f(dir, 8, kFleet, {"--store", url});
+  std::string why;
+  ASSERT_TRUE(f.start({"c1"}, why)) << why;
+  const std::string t = f.submit("outlives-pg", 450);  // ~90 s
+  ASSERT_EQ(f.running_as(t, 1, 30s), "c1") << f.logs();
+  ASSERT_TRUE(f.ticked(t, 1, 5, 20s)) << f.logs();
+  const pid_t pid = f.pid_of(t, 1);
+
+  ASSERT_EQ(std::system((script + " pause " + pg_dir).c_str()), 0);
+  std::this_thread::sleep_for(60s);  // the outage itself: ten leases
+  EXPECT_TRUE(process_alive(pid)) << "the task stopped while PostgreSQL was down\n" << f.logs();
+  ASSERT_EQ(std::system((script + " resume " + pg_dir).c_str()), 0);
+
+  ASSERT_TRUE(eventually([&] { return f.state_of(t) == "Succeeded"; }, 90s)) << f.logs();
+  const auto as = f.attempts(t);
+  ASSERT_EQ(as.size(), 1u) << "rerun after an outage of the store";
+  const auto [gap, ticks] = gaps_of(f, t + ".1");
+  EXPECT_EQ(ticks, 450);
+  EXPECT_LT(gap, 2'000'000'000LL) << "the task paused " << gap / 1'000'000 << " ms";
+  std::printf("outage: longest gap between marks over 60 s of PostgreSQL stopped: %lld ms\n",
               static_cast<long long>(gap / 1'000'000));
   EXPECT_EQ(f.cluster_state("c1"), "online");
 }
