@@ -46,7 +46,7 @@ Result<std::string> read_input(const ClientContext& ctx, const std::string& file
 // In the order `cubeplane --help` lists them.
 void register_login_command(CLI::App& app, ClientContext& ctx);     // login
 void register_task_commands(CLI::App& app, ClientContext& ctx);     // submit, tasks
-void register_cluster_commands(CLI::App& app, ClientContext& ctx);  // clusters, nodes
+void register_cluster_commands(CLI::App& app, ClientContext& ctx);  // clusters, nodes, control-plane
 void register_group_commands(CLI::App& app, ClientContext& ctx);    // resource-groups, project-groups, priority-classes, apply
 void register_account_commands(CLI::App& app, ClientContext& ctx);  // users, tokens
 void register_report_commands(CLI::App& app, ClientContext& ctx);   // usage, events, alerts, prices, audit, version

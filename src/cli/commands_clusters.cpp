@@ -1,4 +1,4 @@
-// clusters ls|get|create|token|confirm-lost, nodes ls|label|maintenance
+// clusters ls|get|create|token|confirm-lost, nodes ls|label|maintenance, control-plane status
 #include <memory>
 
 #include "cli/commands.h"
@@ -134,6 +134,43 @@ void add_clusters_confirm_lost(CLI::App& clusters, ClientContext& ctx) {
   sub->footer(std::string(kConfirmLostHelp) + "\n\n" + sub->get_footer());
 }
 
+// `control-plane status`: which server leads, its term, whether it judges liveness.
+std::string control_plane_text(const json::value& v) {
+  std::string out;
+  const auto& o = v.as_object();
+  auto str = [](const json::value* x) {
+    if (x == nullptr || x->is_null()) return std::string("-");
+    if (x->is_string()) return std::string(x->get_string());
+    return json::serialize(*x);
+  };
+  for (const auto& s : o.at("servers").as_array()) {
+    const auto& srv = s.as_object();
+    const bool judging = srv.at("judging").as_bool();
+    out += "server " + str(srv.if_contains("id")) + (srv.at("leader").as_bool() ? "  leader" : "") + "  term " +
+           str(srv.if_contains("term")) + " since " + str(srv.if_contains("leading_since")) + "\n";
+    out += judging ? "  judging liveness since " + str(srv.if_contains("judging_since")) + "\n"
+                   : "  NOT judging liveness: " + str(srv.if_contains("not_judging")) + "\n";
+    out += "  beacon seq " + str(srv.if_contains("beacon_seq")) + " in " + str(srv.if_contains("witness")) + "\n";
+  }
+  if (o.at("servers").as_array().empty()) out += "no beacon: silence counts from the server's start\n";
+  out += "lease " + str(o.if_contains("lease_ttl_s")) + " s; a silent cluster is offline after " +
+         str(o.if_contains("lost_after_ms")) + " ms of judged silence\n";
+  return out;
+}
+
+void add_control_plane(CLI::App& app, ClientContext& ctx) {
+  auto* cp = app.add_subcommand("control-plane", "The control plane's servers and leadership");
+  cp->require_subcommand(1);
+  auto* status = cp->add_subcommand("status", "Which server leads, its term, whether it judges the clusters' liveness");
+  on_run(status, ctx, [&ctx] {
+    auto api = connect(ctx);
+    if (!api) return fail(ctx, api.error());
+    auto answer = (*api)->get("/api/v1/control-plane");
+    if (!answer) return fail(ctx, answer.error());
+    return print(ctx, *answer, control_plane_text);
+  });
+}
+
 void add_nodes(CLI::App& app, ClientContext& ctx) {
   auto* nodes = app.add_subcommand("nodes", "List nodes; set labels and maintenance");
   nodes->require_subcommand(1);
@@ -192,6 +229,7 @@ void register_cluster_commands(CLI::App& app, ClientContext& ctx) {
   add_clusters_token(*clusters, ctx);
   add_clusters_confirm_lost(*clusters, ctx);
   add_nodes(app, ctx);
+  add_control_plane(app, ctx);
 }
 
 }  // namespace cp::cli

@@ -83,6 +83,18 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                       .Help("The last scheduling cycle's tasks: queued, placed, preempted, waiting, and "
                             "reasons_written (waiting tasks whose stored reasons it wrote)")
                       .Register(*registry_);
+  control_plane_ = &prometheus::BuildGauge()
+                        .Name("cubeplane_control_plane")
+                        .Help("This server's term, its beacon's seq, and judging (1 while its beacon chain holds "
+                              "and it judges the clusters' liveness, 0 while it does not)")
+                        .Register(*registry_);
+}
+
+void Metrics::update_control_plane(const std::string& server_id, std::int64_t term, std::int64_t seq, bool judging) {
+  std::lock_guard lock(domain_mu_);
+  control_plane_->Add({{"server", server_id}, {"figure", "term"}}).Set(static_cast<double>(term));
+  control_plane_->Add({{"server", server_id}, {"figure", "beacon_seq"}}).Set(static_cast<double>(seq));
+  control_plane_->Add({{"server", server_id}, {"figure", "judging"}}).Set(judging ? 1 : 0);
 }
 
 Metrics::~Metrics() = default;

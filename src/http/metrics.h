@@ -46,6 +46,9 @@ class Metrics {
   void observe_request(const std::string& route, const std::string& method, int status, double seconds);
   // Sets the domain gauges to the snapshot; series that left it are removed.
   void update_domain(const MetricsSnapshot& snapshot);
+  // This server's term, beacon seq and whether it judges liveness
+  // (server/beacon.h), labelled with its id.
+  void update_control_plane(const std::string& server_id, std::int64_t term, std::int64_t seq, bool judging);
   // Prometheus text exposition format.
   std::string serialize() const;
 
@@ -68,6 +71,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* alert_deliveries_;
   prometheus::Family<prometheus::Gauge>* cycle_seconds_;
   prometheus::Family<prometheus::Gauge>* cycle_tasks_;
+  prometheus::Family<prometheus::Gauge>* control_plane_;
 
   std::mutex domain_mu_;  // one update_domain at a time; guards the live maps
   std::map<Key, prometheus::Gauge*> live_queue_, live_used_, live_limit_, live_tasks_, live_cluster_, live_alerts_,

@@ -89,6 +89,7 @@ Status BeaconChain::renew_term(std::int64_t term, bool take) {
       std::lock_guard lock(mu_);
       term_ = term;
       seq_ = 0;
+      leading_since_ = clock_.now_ms();
     }
     return {};
   });
@@ -219,6 +220,27 @@ void BeaconChain::break_chain(const std::string& why) {
   alive_ = false;
   judging_since_ = 0;
   broken_why_ = why;
+}
+
+BeaconStatus BeaconChain::status() const {
+  std::lock_guard lock(mu_);
+  BeaconStatus s;
+  s.server_id = server_id_;
+  s.term = term_;
+  s.seq = seq_;
+  s.leading_since = leading_since_;
+  s.deposed = deposed_;
+  s.witness = objects_.url();
+  if (holds_locked(mono_.now_ms())) {
+    s.judging_since = judging_since_;
+  } else if (deposed_) {
+    s.not_judging = "a newer term took over";
+  } else if (!broken_why_.empty()) {
+    s.not_judging = broken_why_;
+  } else {
+    s.not_judging = "no beacon round within the last " + std::to_string(timing_.window) + " ms";
+  }
+  return s;
 }
 
 BeaconMark BeaconChain::latest() const {

@@ -62,6 +62,17 @@ std::string encode_beacon(const BeaconMark& b, const std::string& server);
 // nullopt for anything but {"term": >0, "seq": >0, ...}.
 std::optional<BeaconMark> parse_beacon(std::string_view body);
 
+// What GET /api/v1/control-plane and /metrics say of a server's chain.
+struct BeaconStatus {
+  std::string server_id;
+  std::int64_t term = 0, seq = 0;
+  Millis leading_since = 0;  // clock: when this term was taken
+  Millis judging_since = 0;  // J; 0 while the chain does not hold
+  std::string not_judging;   // why, while it does not
+  bool deposed = false;
+  std::string witness;  // the object store's URL
+};
+
 class BeaconChain {
  public:
   BeaconChain(Store& store, ObjectStore& objects, const Clock& clock, const Clock& mono, FenceTiming timing,
@@ -92,6 +103,8 @@ class BeaconChain {
 
   // The latest mark written (term 0 before begin()).
   BeaconMark latest() const;
+  // For GET /api/v1/control-plane and /metrics.
+  BeaconStatus status() const;
   // The URL agents read the beacon at (ObjectStore::read_url), made again
   // when a day old; "" when the store cannot make one.
   std::string read_url();
@@ -115,6 +128,7 @@ class BeaconChain {
   bool alive_ = false;        // the chain holds as of the last round
   Millis last_start_ = 0;     // mono: start of the last good round
   Millis judging_since_ = 0;  // clock: J
+  Millis leading_since_ = 0;  // clock: when the term was taken
   std::string url_;
   Millis url_made_ = 0;  // mono
   std::atomic<bool> deposed_{false};
