@@ -32,6 +32,7 @@
 #include "objstore/object_store.h"
 #include "server/control_plane.h"
 #include "server/fleet_config.h"
+#include "store/server_lock.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;
@@ -156,6 +157,9 @@ int run_platform(const PlatformOptions& opt) {
     s.objects = "file://" + data_dir + "/objects";
   }
 
+  // Before anything touches the store: one server per store (store/server_lock.h).
+  auto server_lock = cp::lock_store_for_server(s.store);
+  if (!server_lock.ok()) return fail(server_lock.error());
   auto store = cp::open_store(s.store);
   if (!store.ok()) return fail(store.error());
   if (auto st = (*store)->migrate(); !st.ok()) return fail(st.error());
