@@ -258,6 +258,19 @@ void expect_no_overlap(const Fleet& f, const std::string& id) {
               static_cast<long long>((spans[1].first - spans[0].second) / 1'000'000));
 }
 
+// The longest gap between two marks of `attempt`, and its tick count.
+std::pair<std::int64_t, int> gaps_of(const Fleet& f, const std::string& attempt) {
+  std::int64_t gap = 0, prev = 0;
+  int ticks = 0;
+  for (const auto& m : read_marks(f.marks)) {
+    if (m.attempt != attempt) continue;
+    if (prev != 0) gap = std::max(gap, m.ns - prev);
+    prev = m.ns;
+    ticks += m.kind == "tick";
+  }
+  return {gap, ticks};
+}
+
 TEST(DeadAgentTest, AKilledOrFrozenAgentsTaskStopsBeforeItRunsElsewhere) {
   const std::string dir = make_temp_dir("cp-dead-agent");
   ASSERT_FALSE(dir.empty());
@@ -335,14 +348,7 @@ TEST(DeadAgentTest, ARestartedAgentAdoptsOnlyWhatItsLeaseStillCovers) {
   f.agent("c1").start();
   ASSERT_TRUE(eventually([&] { return f.state_of(t1) == "Succeeded"; }, 60s)) << f.logs();
   ASSERT_EQ(f.attempts(t1).size(), 1u) << "rerun although the agent came back within its lease";
-  std::int64_t gap = 0, prev = 0;
-  int ticks = 0;
-  for (const auto& m : read_marks(f.marks)) {
-    if (m.attempt != t1 + ".1") continue;
-    if (prev != 0) gap = std::max(gap, m.ns - prev);
-    prev = m.ns;
-    ticks += m.kind == "tick";
-  }
+  const auto [gap, ticks] = gaps_of(f, t1 + ".1");
   EXPECT_EQ(ticks, 40);
   EXPECT_LT(gap, 2'000'000'000LL) << "the task paused " << gap / 1'000'000 << " ms across the restart";
   std::printf("dead agent: longest gap between marks across a restart within the lease: %lld ms\n",
@@ -379,17 +385,19 @@ TEST(DeadAgentTest, ARestartedAgentAdoptsOnlyWhatItsLeaseStillCovers) {
 // then ten of a killed one: the task's own marks show no gap over 2 s, and
 // it ends Succeeded as attempt 1.
 
-// The longest gap between two marks of `attempt`, and its tick count.
-std::pair<std::int64_t, int> gaps_of(const Fleet& f, const std::string& attempt) {
-  std::int64_t gap = 0, prev = 0;
-  int ticks = 0;
-  for (const auto& m : read_marks(f.marks)) {
-    if (m.attempt != attempt) continue;
-    if (prev != 0) gap = std::max(gap, m.ns - prev);
-    prev = m.ns;
-    ticks += m.kind == "tick";
-  }
-  return {gap, ticks};
+// Task `t` ended Succeeded as its only attempt, all `ticks` marked, never
+// pausing over 2 s through `outage`.
+void expect_one_unbroken_attempt(const Fleet& f, const std::string& t, int ticks, const std::string& outage) {
+  ASSERT_TRUE(eventually([&] { return f.state_of(t) == "Succeeded"; }, 120s)) << f.logs();
+  const auto as = f.attempts(t);
+  ASSERT_EQ(as.size(), 1u) << "rerun after " << outage;
+  EXPECT_EQ(as[0].state, "Succeeded");
+  const auto [gap, seen] = gaps_of(f, t + ".1");
+  EXPECT_EQ(seen, ticks);
+  EXPECT_LT(gap, 2'000'000'000LL) << "the task paused " << gap / 1'000'000 << " ms";
+  std::printf("outage: longest gap between marks over %s: %lld ms\n", outage.c_str(),
+              static_cast<long long>(gap / 1'000'000));
+  EXPECT_EQ(f.cluster_state("c1"), "online");
 }
 
 TEST(OutageTest, RunningWorkOutlivesAFrozenAndThenAKilledServer) {
@@ -422,16 +430,7 @@ TEST(OutageTest, RunningWorkOutlivesAFrozenAndThenAKilledServer) {
   f.server().start();
   ASSERT_TRUE(f.server().wait_for_line("UI and API:  ", 30s).has_value()) << f.logs();
 
-  ASSERT_TRUE(eventually([&] { return f.state_of(t) == "Succeeded"; }, 120s)) << f.logs();
-  const auto as = f.attempts(t);
-  ASSERT_EQ(as.size(), 1u) << "rerun after an outage of the control plane";
-  EXPECT_EQ(as[0].state, "Succeeded");
-  const auto [gap, ticks] = gaps_of(f, t + ".1");
-  EXPECT_EQ(ticks, 750);
-  EXPECT_LT(gap, 2'000'000'000LL) << "the task paused " << gap / 1'000'000 << " ms";
-  std::printf("outage: longest gap between marks over two 60 s outages of the server: %lld ms\n",
-              static_cast<long long>(gap / 1'000'000));
-  EXPECT_EQ(f.cluster_state("c1"), "online");
+  expect_one_unbroken_attempt(f, t, 750, "two 60 s outages of the server");
 }
 
 // PostgreSQL stopped for ten leases under running work: the server can
@@ -472,15 +471,7 @@ TEST(OutageTest, RunningWorkOutlivesPostgresStoppedForTenLeases) {
   EXPECT_TRUE(process_alive(pid)) << "the task stopped while PostgreSQL was down\n" << f.logs();
   ASSERT_EQ(std::system((script + " resume " + pg_dir).c_str()), 0);
 
-  ASSERT_TRUE(eventually([&] { return f.state_of(t) == "Succeeded"; }, 90s)) << f.logs();
-  const auto as = f.attempts(t);
-  ASSERT_EQ(as.size(), 1u) << "rerun after an outage of the store";
-  const auto [gap, ticks] = gaps_of(f, t + ".1");
-  EXPECT_EQ(ticks, 450);
-  EXPECT_LT(gap, 2'000'000'000LL) << "the task paused " << gap / 1'000'000 << " ms";
-  std::printf("outage: longest gap between marks over 60 s of PostgreSQL stopped: %lld ms\n",
-              static_cast<long long>(gap / 1'000'000));
-  EXPECT_EQ(f.cluster_state("c1"), "online");
+  expect_one_unbroken_attempt(f, t, 450, "60 s of PostgreSQL stopped");
 }
 
 // The same beacon must not keep a task alive whose agent is merely cut off
