@@ -14,6 +14,18 @@ std::string body_excerpt(std::string_view body) {
   return text.empty() ? "(empty body)" : text;
 }
 
+// A 2xx answer's body as JSON (an empty one as null).
+Result<json::value> json_of(const HttpResponse& resp) {
+  if (resp.body.find_first_not_of(" \t\r\n") == std::string::npos) return json::value(nullptr);
+  auto parsed = parse_json(resp.body);
+  if (!parsed.ok()) {
+    std::string excerpt = body_excerpt(resp.body);
+    return Error{"malformed_response", 502, "the server's answer is not JSON: " + excerpt,
+                 "服务器的回答不是 JSON：" + excerpt, {}};
+  }
+  return std::move(parsed).value();
+}
+
 }  // namespace
 
 Error error_from_response(long status, std::string_view body) {
@@ -62,31 +74,58 @@ HttpRequestOptions ApiClient::request_options(const std::string& accept) const {
   return o;
 }
 
-Result<HttpResponse> ApiClient::send(const std::string& method, std::string_view path, const Query& query,
-                                     std::string_view body, const std::string& content_type,
-                                     const std::string& accept) {
-  auto resp = http_.request(method, url(path, query), std::string(body), content_type, request_options(accept));
+Result<HttpResponse> ApiClient::exchange(const std::string& method, std::string_view path, const Query& query,
+                                         std::string_view body, const std::string& content_type,
+                                         const std::string& accept, const std::map<std::string, std::string>& headers) {
+  HttpRequestOptions options = request_options(accept);
+  for (const auto& [name, value] : headers) options.headers[name] = value;
+  auto resp = http_.request(method, url(path, query), std::string(body), content_type, options);
   if (!resp.ok()) {
     Error e = resp.error();
     e.message += " (is the server running? set it with --server or CUBEPLANE_SERVER)";
     e.message_zh += "（服务器是否在运行？可用 --server 或 CUBEPLANE_SERVER 指定）";
     return e;
   }
-  if (!is_success(resp->status)) return error_from_response(resp->status, resp->body);
+  return resp;
+}
+
+Result<HttpResponse> ApiClient::send(const std::string& method, std::string_view path, const Query& query,
+                                     std::string_view body, const std::string& content_type,
+                                     const std::string& accept) {
+  CP_ASSIGN(HttpResponse resp, exchange(method, path, query, body, content_type, accept));
+  if (!is_success(resp.status)) return error_from_response(resp.status, resp.body);
   return resp;
 }
 
 Result<json::value> ApiClient::send_json(const std::string& method, std::string_view path, const Query& query,
                                          std::string_view body, const std::string& content_type) {
   CP_ASSIGN(HttpResponse resp, send(method, path, query, body, content_type, "application/json"));
-  if (resp.body.find_first_not_of(" \t\r\n") == std::string::npos) return json::value(nullptr);
-  auto parsed = parse_json(resp.body);
-  if (!parsed.ok()) {
-    std::string excerpt = body_excerpt(resp.body);
-    return Error{"malformed_response", 502, "the server's answer is not JSON: " + excerpt,
-                 "服务器的回答不是 JSON：" + excerpt, {}};
+  return json_of(resp);
+}
+
+Result<json::value> ApiClient::post_idempotent(std::string_view path, std::string_view body,
+                                               const std::string& content_type, const std::string& idempotency_key,
+                                               const RetryPolicy& retry) {
+  Millis wait = retry.first_wait_ms;
+  for (int attempt = 1;; ++attempt) {
+    auto resp = exchange("POST", path, {}, body, content_type, "application/json",
+                         {{"Idempotency-Key", idempotency_key}});
+    Error failed;  // why this attempt did not settle it
+    if (!resp.ok()) {
+      if (resp.error().code != "unreachable") return resp.error();
+      failed = resp.error();
+    } else if (resp->status == 502 || resp->status == 503 || resp->status == 504) {
+      failed = error_from_response(resp->status, resp->body);
+    } else if (!is_success(resp->status)) {
+      return error_from_response(resp->status, resp->body);
+    } else {
+      return json_of(*resp);
+    }
+    if (attempt >= retry.attempts) return failed;
+    if (retry.on_retry) retry.on_retry(failed, attempt + 1, wait);
+    if (retry.sleep) retry.sleep(wait);
+    wait *= 2;
   }
-  return std::move(parsed).value();
 }
 
 Result<json::value> ApiClient::get(std::string_view path, const Query& query) {

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/http_client.h"
 #include "common/json.h"
 #include "common/result.h"
@@ -18,6 +20,16 @@ namespace cp::cli {
 
 // Query parameters in order; pairs with an empty value are left out.
 using Query = std::vector<std::pair<std::string, std::string>>;
+
+// Sending a request again after it got no answer that settles it.
+struct RetryPolicy {
+  int attempts = 4;                   // in all, the first one included
+  Millis first_wait_ms = 1000;        // before the second; doubled before each later one
+  std::function<void(Millis)> sleep;  // waits that long (tests record instead)
+  // Told before each wait: why the last attempt failed, the attempt that
+  // follows (2, 3, ...) and the wait.
+  std::function<void(const Error& why, int next_attempt, Millis wait_ms)> on_retry;
+};
 
 struct ApiClientOptions {
   std::string server;  // "http://127.0.0.1:8080"
@@ -39,6 +51,14 @@ class ApiClient {
   Result<json::value> post(std::string_view path, const json::value& body);
   // A body that is not JSON, e.g. a pipeline as YAML ("application/yaml").
   Result<json::value> post_text(std::string_view path, std::string_view body, const std::string& content_type);
+  // post_text under an Idempotency-Key: the server does what the first of
+  // several requests with the key asked, once, and answers every one of
+  // them alike. So a request that got no HTTP answer (the server may or may
+  // not have done it) or a 502, 503 or 504 (a gateway, a server starting or
+  // failing over) is sent again, the same bytes under the same key, as
+  // `retry` says; any other answer is final.
+  Result<json::value> post_idempotent(std::string_view path, std::string_view body, const std::string& content_type,
+                                      const std::string& idempotency_key, const RetryPolicy& retry);
   Result<json::value> put(std::string_view path, const json::value& body);
   Result<json::value> patch(std::string_view path, const json::value& body);
   Result<json::value> del(std::string_view path);
@@ -58,6 +78,11 @@ class ApiClient {
   const ApiClientOptions& options() const { return opts_; }
 
  private:
+  // One request; an Error only when no HTTP answer came back.
+  Result<HttpResponse> exchange(const std::string& method, std::string_view path, const Query& query,
+                                std::string_view body, const std::string& content_type, const std::string& accept,
+                                const std::map<std::string, std::string>& headers = {});
+  // exchange(), an answer other than 2xx as its Error.
   Result<HttpResponse> send(const std::string& method, std::string_view path, const Query& query,
                             std::string_view body, const std::string& content_type, const std::string& accept);
   Result<json::value> send_json(const std::string& method, std::string_view path, const Query& query,

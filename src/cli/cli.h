@@ -11,9 +11,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <functional>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/config.h"
@@ -45,6 +47,8 @@ struct ClientContext {
   std::istream* in = &std::cin;
   EnvLookup env = process_env();
   const Clock* clock = &SystemClock::instance();
+  // Waits between the attempts of a retried request (submit).
+  std::function<void(Millis)> sleep = [](Millis ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
 };
 
 // Adds the global flags (--server, --token, -o, --lang; they may also follow

@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/views.h"
+#include "common/ids.h"
 
 namespace cp::cli {
 namespace {
@@ -21,9 +22,24 @@ void add_submit(CLI::App& app, ClientContext& ctx) {
     if (!text) return fail(ctx, text.error());
     auto api = connect(ctx);
     if (!api) return fail(ctx, api.error());
+    // One key for every attempt of this submit: however many of them reach
+    // the server, it creates the pipeline once and answers each attempt
+    // alike (a replayed answer is printed as a fresh one).
+    const std::string key = new_secret("");
+    RetryPolicy retry;
+    retry.sleep = ctx.sleep;
+    retry.on_retry = [&ctx](const Error& why, int attempt, Millis wait) {
+      const std::string reason = why.message_for(language(ctx));
+      const std::string seconds = std::to_string((wait + 999) / 1000);
+      const std::string n = std::to_string(attempt);
+      *ctx.err << (is_chinese(language(ctx))
+                       ? "提交未得到确定的回答（" + reason + "）；" + seconds + " 秒后用同一幂等键重试（第 " + n + " 次）\n"
+                       : "submit got no settled answer (" + reason + "); trying again in " + seconds +
+                             "s with the same idempotency key (attempt " + n + ")\n");
+    };
     // The server reads the document itself (JSON is YAML too), so its
     // errors name the field paths of the file as written.
-    auto answer = (*api)->post_text("/api/v1/pipelines", *text, "application/yaml");
+    auto answer = (*api)->post_idempotent("/api/v1/pipelines", *text, "application/yaml", key, retry);
     if (!answer) return fail(ctx, answer.error());
     return print(ctx, *answer, [&](const json::value& v) { return submit_summary(v, language(ctx)); });
   });

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <limits>
 
+#include "common/ids.h"
 #include "common/log.h"
 #include "http/routes_common.h"
 
@@ -147,20 +148,37 @@ void add_task_routes(Router& router, ControlPlane& cp) {
               .success_status = 201,
               .query = {{.name = "dry_run",
                          .description = "true: check everything and create nothing (200 with the tasks it would make)",
-                         .type = "boolean"}}},
+                         .type = "boolean"}},
+              .description =
+                  "Header Idempotency-Key (optional, 1..255 printable ASCII, else 400): a retry under the same key "
+                  "and with the same body (byte for byte) creates nothing and gets the first answer again, with "
+                  "the header Idempotent-Replayed: true; the same key with another body is 422 "
+                  "idempotency_key_reused. Keys are per user, kept 24 hours, stored only for accepted submits; "
+                  "a dry run ignores them."},
              user_route(cp, [&cp](Request& req, const Principal& p) -> Result<Response> {
                CP_ASSIGN(auto dry_run, bool_param(req, "dry_run", false));
                CP_ASSIGN(auto doc, document_body(req));
+               ControlPlane::SubmitRequest submit{.dry_run = dry_run};
+               if (auto key = req.headers.find("idempotency-key"); key != req.headers.end()) {
+                 submit.idempotency_key = key->second;
+                 // The body as received: a retry sends the same bytes.
+                 submit.request_hash = sha256_hex(req.body);
+               }
                // The busiest change: its audit row goes in with the tasks,
                // in one transaction (one commit a submit, not two).
                std::optional<AuditEntry> audit;
                if (!dry_run) {
                  audit = audit_entry(req, p.user, &doc);
                  audit->status = 201;
+                 submit.audit = &*audit;
                }
-               CP_ASSIGN(auto out, cp.submit_pipeline(p, doc, dry_run, audit ? &*audit : nullptr));
-               req.audited = audit.has_value();
-               return ok_json(out, dry_run ? 200 : 201);
+               CP_ASSIGN(auto out, cp.submit(p, doc, submit));
+               // A replay wrote nothing, its audit row neither: the router's
+               // audit hook records it as it does any request.
+               req.audited = audit.has_value() && !out.replayed;
+               Response r = ok_json(out.body, out.status);
+               if (out.replayed) r.with_header("Idempotent-Replayed", "true");
+               return r;
              }));
 
   router.add("GET", "/api/v1/pipelines/{id}",

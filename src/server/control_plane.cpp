@@ -354,11 +354,13 @@ Result<ControlPlane::RetentionPass> ControlPlane::run_retention() {
     pass.history += removed;
     if (removed >= std::min(kEventsPerTx, batch)) pass.more = true;
   }
-  // The audit log, resolved alerts and measured use: one batch each.
+  // The audit log, resolved alerts, measured use and idempotency keys: one
+  // batch each.
   using Prune = Result<std::int64_t> (Tx::*)(Millis, int);
   const std::pair<std::int64_t, Prune> kept[] = {{config_.audit_retention_s, &Tx::delete_audit_before},
                                                  {config_.alert_history_s, &Tx::delete_alerts_resolved_before},
-                                                 {config_.use_history_s, &Tx::delete_resource_use_before}};
+                                                 {config_.use_history_s, &Tx::delete_resource_use_before},
+                                                 {config_.idempotency_retention_s, &Tx::delete_idempotency_before}};
   for (const auto& [age, prune] : kept) {
     if (age <= 0) continue;
     cutoff = now - age * 1000;

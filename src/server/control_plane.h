@@ -87,6 +87,9 @@ struct ServerConfig {
   std::int64_t alert_history_s = 90 * 86400;  // resolved alerts, by last change
   std::int64_t audit_retention_s = 365 * 86400;  // the audit log; 0 = keep
   std::int64_t use_history_s = 90 * 86400;       // measured use per step (request-vs-use advice), by day
+  // Idempotency keys of submits (SubmitRequest), by age: retries come
+  // within minutes, a day covers one after a long outage. 0 = keep.
+  std::int64_t idempotency_retention_s = 86400;
   // Alert rules beside the resource groups' own watermarks (AlertPolicy).
   std::vector<std::string> alert_webhooks;  // receive every alert (Alertmanager webhook format)
   // Email receivers of every alert, sent through smtp_url: smtp://host[:port]
@@ -220,12 +223,33 @@ class ControlPlane {
   Status delete_document(const Principal& p, const std::string& kind, const std::string& name);
 
   // ------------------------------------------------ pipelines and tasks
-  // Returns {"pipeline": ..., "tasks": [{id, name, state}]}. A dry run makes
-  // every check and writes nothing: {"dry_run": true, "pipeline", "tasks":
-  // [{name, state, resources}]}.
-  // `audit` (not for a dry run): the request's audit row, outcome and all
-  // but `after`, written in the submit's own transaction with the answer as
-  // `after` (the HTTP route's; its audit hook then writes none).
+  // A submit as POST /api/v1/pipelines makes it.
+  struct SubmitRequest {
+    // Every check, nothing written: {"dry_run": true, "pipeline", "tasks":
+    // [{name, state, resources}]}, 200.
+    bool dry_run = false;
+    // Not for a dry run: the request's audit row, outcome and all but
+    // `after`, written in the submit's own transaction with the answer as
+    // `after` (the HTTP route's; its audit hook then writes none).
+    const AuditEntry* audit = nullptr;
+    // The Idempotency-Key header (1..255 printable ASCII, else 400; nullopt:
+    // none) and the hex SHA-256 of the body as received. Keys are the
+    // user's own. The first submit under a key stores its answer in the
+    // transaction that creates the pipeline; a later one with the same body
+    // creates nothing and gets that answer (`replayed`); one with another
+    // body is 422 idempotency_key_reused. A refused submit stores nothing,
+    // so a corrected retry may succeed; a dry run neither reads nor stores
+    // the key. Kept for idempotency_retention_s.
+    std::optional<std::string> idempotency_key;
+    std::string request_hash;
+  };
+  struct SubmitAnswer {
+    json::object body;      // {"pipeline": ..., "tasks": [{id, name, state}]}
+    int status = 201;       // 200 for a dry run; a replay's is the first answer's
+    bool replayed = false;  // the stored answer of an earlier submit under the same key
+  };
+  Result<SubmitAnswer> submit(const Principal& p, const json::value& doc, const SubmitRequest& request);
+  // submit() without an idempotency key: the answer's body.
   Result<json::object> submit_pipeline(const Principal& p, const json::value& doc, bool dry_run = false,
                                        const AuditEntry* audit = nullptr);
   Result<json::object> get_pipeline(const Principal& p, const std::string& id);
@@ -299,7 +323,8 @@ class ControlPlane {
   // kind filled its batch, so the next pass should follow soon.
   struct RetentionPass {
     std::int64_t tmp_objects = 0, log_objects = 0, events = 0, tasks = 0;
-    std::int64_t history = 0;  // rows of cluster history, audit log, resolved alerts and measured use
+    std::int64_t history = 0;  // rows of cluster history, audit log, resolved alerts, measured use and
+                               // idempotency keys
     bool more = false;
   };
   Result<RetentionPass> run_retention();

@@ -62,10 +62,49 @@ Status check_task_maximum(const Step& step, const ResourceGroup& rg, const std::
   return {};
 }
 
+Status check_idempotency_key(const std::string& key) {
+  constexpr std::size_t kMaxKey = 255;
+  const bool printable = std::all_of(key.begin(), key.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+  if (!key.empty() && key.size() <= kMaxKey && printable) return {};
+  return errors::invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters",
+                         "须为 1 到 255 个可打印的 ASCII 字符");
+}
+
+// What an earlier submit under the key answered, if this one sent the same
+// body; else 422: the client sent another request under a key it used.
+Result<ControlPlane::SubmitAnswer> replay(const IdempotencyRecord& stored, const std::string& request_hash) {
+  if (stored.request_hash != request_hash) {
+    Error e = errors::conflict("Idempotency-Key \"" + stored.key +
+                                   "\" was used by an earlier submit with another body; a new request needs a new key",
+                               "幂等键 \"" + stored.key + "\" 已被请求体不同的先前提交使用；新的请求需要新的键");
+    e.code = "idempotency_key_reused";
+    e.status = 422;
+    e.details["idempotency_key"] = stored.key;
+    return e;
+  }
+  CP_ASSIGN(auto body, parse_json(stored.response));
+  if (!body.is_object()) {
+    return errors::internal("the stored answer of idempotency key " + stored.key + " is not an object");
+  }
+  return ControlPlane::SubmitAnswer{std::move(body.as_object()), stored.status, true};
+}
+
 }  // namespace
 
 Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const json::value& doc, bool dry_run,
                                                    const AuditEntry* audit) {
+  CP_ASSIGN(auto answer, submit(p, doc, SubmitRequest{.dry_run = dry_run, .audit = audit}));
+  return std::move(answer.body);
+}
+
+Result<ControlPlane::SubmitAnswer> ControlPlane::submit(const Principal& p, const json::value& doc,
+                                                        const SubmitRequest& request) {
+  const bool dry_run = request.dry_run;
+  const AuditEntry* audit = request.audit;
+  if (request.idempotency_key) CP_TRY(check_idempotency_key(*request.idempotency_key));
+  // A dry run creates nothing that a retry could repeat: its key is neither
+  // looked up nor kept.
+  const std::string* key = request.idempotency_key && !dry_run ? &*request.idempotency_key : nullptr;
   if (p.kind != Principal::Kind::user) return forbidden_for(p, "submit pipelines", "提交流水线");
   CP_ASSIGN(auto pipeline, pipeline_from_document(doc));
   if (pipeline.project_group.empty()) {
@@ -90,20 +129,28 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
     return a;
   };
   std::optional<json::object> answer;
+  std::optional<IdempotencyRecord> seen;  // the key's row, when an earlier submit stored it
 
   const Pipeline submitted = pipeline;
   // Shared: the body reads only through tx (PostgreSQL may commit it with
   // other submits queued at the same time).
-  CP_TRY(store_.write_shared([&](Tx& tx) -> Status {
+  Status written = store_.write_shared([&](Tx& tx) -> Status {
     // Store::write runs the body again after a conflict or a busy database:
     // each run starts from the pipeline as submitted, and the answer names
     // only the tasks of the run that committed.
     pipeline = submitted;
     task_list.clear();
     answer.reset();
+    seen.reset();
     // Every write below either succeeds or fails the submit: PostgreSQL may
     // send them all with COMMIT, in one round trip.
     tx.hold_writes();
+    if (key != nullptr) {
+      // Before the checks: a retry gets the first answer even where they
+      // would refuse it now (its user since removed from the group, say).
+      CP_ASSIGN(seen, tx.get_idempotency(p.user, *key));
+      if (seen) return {};  // nothing to write: answered by replay() below
+    }
     CP_ASSIGN(auto pg, tx.get_project_group(pipeline.project_group));
     if (!pg) return unknown_reference("metadata.project_group", "project group", pipeline.project_group);
     if (!p.can_submit_to(pg->name)) {
@@ -199,29 +246,50 @@ Result<json::object> ControlPlane::submit_pipeline(const Principal& p, const jso
       item["state"] = "Queued";
       task_list.push_back(std::move(item));
     }
+    if (audit != nullptr || key != nullptr) answer = answer_of();
     if (audit != nullptr) {
       // Committed with the tasks or not at all: no accepted submit lacks
       // its row, and none waits for a second commit.
       AuditEntry e = *audit;
       e.at = now;
       e.id = new_id("audit", now);
-      answer = answer_of();
       e.after = *answer;
       redact_secrets(e.after);
       CP_TRY(tx.append_audit(e));
     }
+    if (key != nullptr) {
+      // With the pipeline or not at all: a retry finds either both or
+      // neither. Only accepted submits get here; a refused one keeps no key.
+      CP_TRY(tx.insert_idempotency(
+          IdempotencyRecord{p.user, *key, request.request_hash, 201, json::serialize(*answer), now}));
+    }
     return {};
-  }));
+  });
+  if (!written.ok()) {
+    // Another submit under the key committed after this one's snapshot was
+    // taken (PostgreSQL: concurrent transactions), and the key's unique row
+    // refused this one's insert: nothing of it was kept, and the other's
+    // answer is this one's too.
+    if (key == nullptr || written.error().code != "already_exists") return written.error();
+    std::optional<IdempotencyRecord> stored;
+    CP_TRY(store_.read([&](Tx& tx) -> Status {
+      CP_ASSIGN(stored, tx.get_idempotency(p.user, *key));
+      return {};
+    }));
+    if (!stored) return written.error();
+    return replay(*stored, request.request_hash);
+  }
+  if (seen) return replay(*seen, request.request_hash);
   if (!dry_run) {
     if (audit != nullptr) audit_with_changes_.fetch_add(1, std::memory_order_relaxed);
     wake_scheduler();
-    return answer ? std::move(*answer) : answer_of();
+    return SubmitAnswer{answer ? std::move(*answer) : answer_of(), 201, false};
   }
   json::object out;
   out["dry_run"] = true;
   out["pipeline"] = to_json(pipeline);
   out["tasks"] = std::move(task_list);
-  return out;
+  return SubmitAnswer{std::move(out), 200, false};
 }
 
 Result<json::object> ControlPlane::get_pipeline(const Principal& p, const std::string& id) {

@@ -333,12 +333,29 @@ CREATE TABLE event_gate (
 );
 )sql";
 
-constexpr std::array<Migration, 5> kMigrations{{
+// Version 6: idempotency keys of submits (IdempotencyRecord), one per user
+// and key; the answer is kept as the JSON text answered. Removed by age
+// (created_at) after a day.
+constexpr std::string_view kV6 = R"sql(
+CREATE TABLE idempotency_keys (
+  user_name TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  request_hash TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  response TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (user_name, idempotency_key)
+);
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+)sql";
+
+constexpr std::array<Migration, 6> kMigrations{{
     {1, "initial schema", kV1, kV1Postgres},
     {2, "task list indices, usage ledger", kV2, kV2Postgres},
     {3, "cluster history, alerts, audit log, approvals", kV3, kV3Postgres},
     {4, "measured use per step", kV4, ""},
     {5, "event gate (PostgreSQL: ids visible in order without serializing writers)", kV5, ""},
+    {6, "idempotency keys of submits", kV6, ""},
 }};
 
 }  // namespace

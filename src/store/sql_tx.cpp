@@ -520,4 +520,35 @@ Result<std::int64_t> SqlTx::delete_audit_before(Millis before, int limit) {
                      {before, std::int64_t{std::max(1, limit)}}});
 }
 
+// -------------------------------------------------------- idempotency keys
+
+Status SqlTx::insert_idempotency(const IdempotencyRecord& r) {
+  if (r.user.empty() || r.key.empty()) {
+    return errors::invalid("idempotency", "an idempotency key needs a user and a key", "幂等键需要用户和键");
+  }
+  return run_insert_unique({"INSERT INTO idempotency_keys (user_name, idempotency_key, request_hash, status, response, "
+                            "created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                            {r.user, r.key, r.request_hash, std::int64_t{r.status}, r.response, r.created_at}},
+                           "idempotency key", r.key);
+}
+
+Result<std::optional<IdempotencyRecord>> SqlTx::get_idempotency(const std::string& user, const std::string& key) {
+  std::optional<IdempotencyRecord> out;
+  CP_TRY(run_query({"SELECT request_hash, status, response, created_at FROM idempotency_keys "
+                    "WHERE user_name = ? AND idempotency_key = ?",
+                    {user, key}},
+                   [&](const Row& row) -> Status {
+                     out = IdempotencyRecord{user, key, row.text(0), static_cast<int>(row.int64(1)), row.text(2),
+                                             row.int64(3)};
+                     return {};
+                   }));
+  return out;
+}
+
+Result<std::int64_t> SqlTx::delete_idempotency_before(Millis before, int limit) {
+  return run_modify({"DELETE FROM idempotency_keys WHERE (user_name, idempotency_key) IN (SELECT user_name, "
+                     "idempotency_key FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?)",
+                     {before, std::int64_t{std::max(1, limit)}}});
+}
+
 }  // namespace cp

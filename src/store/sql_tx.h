@@ -67,6 +67,9 @@ class SqlTx : public Tx {
   Status upsert_approval(const Approval& a) override;
   Result<std::optional<Approval>> get_approval(const std::string& id) override;
   Result<ApprovalPage> list_approvals(const ApprovalQuery& q) override;
+  Status insert_idempotency(const IdempotencyRecord& r) override;
+  Result<std::optional<IdempotencyRecord>> get_idempotency(const std::string& user, const std::string& key) override;
+  Result<std::int64_t> delete_idempotency_before(Millis before, int limit) override;
 
  protected:
   // INSERT, UPDATE or DELETE; the number of rows it changed.
@@ -78,6 +81,15 @@ class SqlTx : public Tx {
     (void)kind;
     (void)key;
     CP_TRY(run_modify(s));
+    return {};
+  }
+  // An INSERT ... ON CONFLICT DO NOTHING of a row whose key may be taken:
+  // already_exists(kind, key) when no row went in. A backend that holds
+  // writes may send it later without the ON CONFLICT clause; the unique
+  // violation then fails the transaction with the same error.
+  virtual Status run_insert_unique(const sql::Statement& s, std::string_view kind, const std::string& key) {
+    CP_ASSIGN(std::int64_t inserted, run_modify(s));
+    if (inserted == 0) return errors::already_exists(std::string(kind), key);
     return {};
   }
   // Calls on_row for every row of a SELECT.

@@ -140,6 +140,18 @@ struct ApprovalPage {
   std::string next_cursor;
 };
 
+// What a submit under an idempotency key answered (POST /api/v1/pipelines
+// with Idempotency-Key), kept so that a retry of it gets the same answer
+// instead of a second pipeline. One row per (user, key).
+struct IdempotencyRecord {
+  std::string user;
+  std::string key;
+  std::string request_hash;  // hex SHA-256 of the request body as received
+  int status = 0;            // the HTTP status answered
+  std::string response;      // the JSON answered, as text
+  Millis created_at = 0;
+};
+
 // Nodes a page at a time, by (cluster, name) in bytes order.
 struct NodeQuery {
   std::string cluster_id;  // "" = every cluster
@@ -374,6 +386,16 @@ class Tx {
   virtual Status upsert_approval(const Approval& a) = 0;
   virtual Result<std::optional<Approval>> get_approval(const std::string& id) = 0;
   virtual Result<ApprovalPage> list_approvals(const ApprovalQuery& q) = 0;
+
+  // Idempotency keys of submits. insert fails with already_exists when the
+  // user holds the key already (a unique key on (user, key): of two
+  // concurrent submits under one key, one commits); after hold_writes(),
+  // from a later call or from write() itself.
+  virtual Status insert_idempotency(const IdempotencyRecord& r) = 0;
+  virtual Result<std::optional<IdempotencyRecord>> get_idempotency(const std::string& user,
+                                                                    const std::string& key) = 0;
+  // Deletes keys created before `before`, oldest first; returns how many.
+  virtual Result<std::int64_t> delete_idempotency_before(Millis before, int limit) = 0;
 
  protected:
   // Backends call these from every method that inserts, updates or deletes

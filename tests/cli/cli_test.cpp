@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <map>
 #include <sstream>
 
@@ -54,6 +55,7 @@ class CliTest : public ::testing::Test {
     ctx.err = &err_;
     ctx.in = &in_;
     ctx.clock = &clock_;
+    ctx.sleep = [this](Millis ms) { slept_.push_back(ms); };
     ctx.env = [vars = env_](std::string_view name) -> std::optional<std::string> {
       auto it = vars.find(std::string(name));
       if (it == vars.end() || it->second.empty()) return std::nullopt;
@@ -71,6 +73,7 @@ class CliTest : public ::testing::Test {
   std::istringstream in_;
   std::ostringstream out_, err_;
   SimulatedClock clock_{kNow};
+  std::vector<Millis> slept_;  // the waits of retried requests, in order
 };
 
 const char* kTasksPage = R"({"items":[{"id":"t-1","name":"train","state":"Queued","project_group":"pb",
@@ -212,6 +215,74 @@ TEST_F(CliTest, SubmitSendsTheYamlFromStdinAndPrintsTheIds) {
   EXPECT_EQ(server.last().header("content-type"), "application/yaml");
   EXPECT_EQ(server.last().body, "apiVersion: cubeplane/v1\nkind: Pipeline\n");
   EXPECT_EQ(out(), "pipeline p-1 (ft) submitted\nTASK ID   NAME      STATE\nt-1       prepare   Queued\n");
+}
+
+const char* kSubmitted =
+    R"({"pipeline":{"id":"p-1","name":"ft"},"tasks":[{"id":"t-1","name":"prepare","state":"Queued"}]})";
+
+TEST_F(CliTest, SubmitRetriesA502503Or504UnderTheSameKeyAndSaysSo) {
+  // A gateway's or a failing-over server's answer settles nothing: the same
+  // bytes go again under the same key, which the server answers once.
+  std::atomic<int> calls{0};
+  FakeServer server([&](const FakeRequest&) -> FakeResponse {
+    switch (++calls) {
+      case 1: return {503, R"({"error":{"code":"store_error","message":"the database is unavailable"}})"};
+      case 2: return {504, "gateway timeout", "text/plain"};
+      case 3: return {502, "bad gateway", "text/plain"};
+      default: return {201, kSubmitted};
+    }
+  });
+  use_server(server.url());
+  in_.str("kind: Pipeline\n");
+  EXPECT_EQ(run({"submit", "-f", "-"}), 0) << err();
+  auto requests = server.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  const std::string key = requests[0].header("idempotency-key");
+  EXPECT_EQ(key.size(), 40u) << key;  // 160 random bits, hex
+  for (const auto& r : requests) {
+    EXPECT_EQ(r.header("idempotency-key"), key);
+    EXPECT_EQ(r.body, "kind: Pipeline\n");
+  }
+  EXPECT_EQ(slept_, (std::vector<Millis>{1000, 2000, 4000}));
+  EXPECT_NE(err().find("submit got no settled answer (the database is unavailable); trying again in 1s with the "
+                       "same idempotency key (attempt 2)"),
+            std::string::npos)
+      << err();
+  EXPECT_NE(err().find("trying again in 4s with the same idempotency key (attempt 4)"), std::string::npos) << err();
+  EXPECT_EQ(out(), "pipeline p-1 (ft) submitted\nTASK ID   NAME      STATE\nt-1       prepare   Queued\n");
+
+  // The next submit is another request: a key of its own.
+  in_.clear();
+  in_.str("kind: Pipeline\n");
+  EXPECT_EQ(run({"submit", "-f", "-"}), 0) << err();
+  EXPECT_NE(server.last().header("idempotency-key"), key);
+}
+
+TEST_F(CliTest, SubmitSendsAnAnswerThatSettlesItOnce) {
+  // Refusals (and a 500, which no retry mends) are final.
+  for (int status : {422, 400, 403, 500}) {
+    FakeServer server([&](const FakeRequest&) -> FakeResponse {
+      return {status, R"({"error":{"code":"refused","message":"no, )" + std::to_string(status) + R"("}})"};
+    });
+    use_server(server.url());
+    slept_.clear();
+    in_.clear();
+    in_.str("kind: Pipeline\n");
+    EXPECT_EQ(run({"submit", "-f", "-"}), 1) << status;
+    EXPECT_EQ(server.requests().size(), 1u) << status;
+    EXPECT_TRUE(slept_.empty()) << status;
+    EXPECT_NE(err().find("no, " + std::to_string(status)), std::string::npos) << err();
+  }
+}
+
+TEST_F(CliTest, SubmitWithoutAnyAnswerTriesFourTimesThenExitsOne) {
+  ClosedPort closed;
+  use_server(closed.url());
+  in_.str("kind: Pipeline\n");
+  EXPECT_EQ(run({"submit", "-f", "-"}), 1);
+  EXPECT_EQ(slept_, (std::vector<Millis>{1000, 2000, 4000}));
+  EXPECT_NE(err().find("trying again in 2s with the same idempotency key (attempt 3)"), std::string::npos) << err();
+  EXPECT_NE(err().find("error: cannot reach " + closed.url()), std::string::npos) << err();
 }
 
 TEST_F(CliTest, SubmitOfAMissingFileExitsOne) {

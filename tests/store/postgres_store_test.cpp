@@ -689,6 +689,85 @@ TEST_F(PostgresTest, ABodyThatThrowsInAGroupThrowsOnItsOwnThreadAndTheOthersComm
   EXPECT_EQ(tasks_present(*store, {"t-a", "t-c"}), (std::vector<std::string>{"t-a", "t-c"}));
 }
 
+// A submit under alice's idempotency key k-1, in ControlPlane::submit's
+// shape: the key looked up first; when found, nothing written; else the
+// pipeline and the key, held. `after_lookup` runs once, in the first run.
+std::function<Status(Tx&)> keyed_submit(const std::string& pipeline_id, std::function<void()> after_lookup = {}) {
+  return [=, first = std::make_shared<bool>(true)](Tx& tx) -> Status {
+    tx.hold_writes();
+    CP_ASSIGN(auto seen, tx.get_idempotency("alice", "k-1"));
+    if (*first && after_lookup) after_lookup();
+    *first = false;
+    if (seen) return {};
+    CP_TRY(tx.insert_pipeline(make_pipeline(pipeline_id, "pg-a")));
+    return tx.insert_idempotency(IdempotencyRecord{"alice", "k-1", "h", 201, pipeline_id, kT0});
+  };
+}
+
+// Which of `ids` are pipelines, and whose answer the key k-1 holds.
+std::pair<std::vector<std::string>, std::string> keyed_outcome(Store& store, const std::vector<std::string>& ids) {
+  std::vector<std::string> pipelines;
+  std::string answer;
+  EXPECT_OK(store.read([&](Tx& tx) -> Status {
+    for (const auto& id : ids) {
+      CP_ASSIGN(auto p, tx.get_pipeline(id));
+      if (p) pipelines.push_back(id);
+    }
+    CP_ASSIGN(auto key, tx.get_idempotency("alice", "k-1"));
+    if (key) answer = key->response;
+    return {};
+  }));
+  return {pipelines, answer};
+}
+
+TEST_F(PostgresTest, TwoSubmitsUnderOneKeyInOneGroupCreateOnePipeline) {
+  // The second body reads the key after the first one's held rows went
+  // out: it sees them, in the same transaction, and writes nothing.
+  auto store = open(2);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  std::vector<Status> results;
+  run_one_group(*store, {keyed_submit("p-a"), keyed_submit("p-b")}, results);
+  EXPECT_OK(results[0]);
+  EXPECT_OK(results[1]);
+  EXPECT_EQ(keyed_outcome(*store, {"p-a", "p-b"}),
+            (std::pair<std::vector<std::string>, std::string>{{"p-a"}, "p-a"}));
+}
+
+TEST_F(PostgresTest, TwoConcurrentSubmitsUnderOneKeyCreateOnePipeline) {
+  // Both look the key up before either writes: both find none. The unique
+  // (user, key) lets one commit; the other is refused with already_exists
+  // (ControlPlane::submit then replays the stored answer), or rolled back
+  // as a serialization failure and run again, when it finds the key.
+  auto store = open(4);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  for (int round = 0; round < 5; ++round) {
+    const std::string a = "p-a" + std::to_string(round), b = "p-b" + std::to_string(round);
+    ASSERT_OK(store->write([](Tx& tx) -> Status {
+      CP_TRY(tx.delete_idempotency_before(kT0 + 1, 10));
+      return {};
+    }));
+    std::latch looked_up(2);
+    Status results[2];
+    std::thread first([&] { results[0] = store->write(keyed_submit(a, [&] { looked_up.arrive_and_wait(); })); });
+    std::thread second([&] { results[1] = store->write(keyed_submit(b, [&] { looked_up.arrive_and_wait(); })); });
+    first.join();
+    second.join();
+    auto [pipelines, answer] = keyed_outcome(*store, {a, b});
+    ASSERT_EQ(pipelines.size(), 1u) << "round " << round;
+    EXPECT_EQ(answer, pipelines[0]);
+    for (const Status& r : results) {
+      if (!r.ok()) {
+        EXPECT_EQ(r.error().code, "already_exists") << r.error().to_string();
+      }
+    }
+    // The one that lost did not commit its pipeline.
+    const Status& winner = pipelines[0] == a ? results[0] : results[1];
+    EXPECT_OK(winner);
+  }
+}
+
 TEST_F(PostgresTest, ManyHeldWritesGoInPipelinesOfBoundedLength) {
   // libpq writes a whole pipeline before it reads an answer: a long one
   // could fill the socket both ways. 600 rows go in three round trips.

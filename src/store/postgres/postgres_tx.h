@@ -136,6 +136,9 @@ class PostgresTx final : public SqlTx {
  protected:
   Result<std::int64_t> run_modify(const sql::Statement& s) override;
   Status run_insert(const sql::Statement& s, std::string_view kind, const std::string& key) override;
+  Status run_insert_unique(const sql::Statement& s, std::string_view kind, const std::string& key) override {
+    return insert(s.text, s.args, kind, key);
+  }
   Status run_query(const sql::Statement& s, const SqlRowFn& on_row) override;
   const sql::Dialect& dialect() const override;
 
