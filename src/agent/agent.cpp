@@ -444,7 +444,7 @@ void Agent::apply_stale_verdict(Millis now) {
   }
 }
 
-std::optional<Agent::BeaconRead> Agent::read_beacon(const std::string& url, Millis timeout_ms, std::string& why) {
+std::optional<BeaconMark> Agent::read_beacon(const std::string& url, Millis timeout_ms, std::string& why) {
   std::string body;
   if (url.rfind("file://", 0) == 0) {
     auto text = agent_files::read_all(url.substr(7));
@@ -472,42 +472,23 @@ std::optional<Agent::BeaconRead> Agent::read_beacon(const std::string& url, Mill
     why = "unsupported witness URL";
     return std::nullopt;
   }
-  auto v = parse_json(body, 4);
-  if (!v.ok() || !v->is_object()) {
-    why = "the beacon is not JSON";
-    return std::nullopt;
-  }
-  BeaconRead b;
-  const auto& o = v->as_object();
-  if (auto* t = o.if_contains("term"); t && t->is_int64()) b.term = t->as_int64();
-  if (auto* s = o.if_contains("seq"); s && s->is_int64()) b.seq = s->as_int64();
-  if (b.term <= 0 || b.seq <= 0) {
-    why = "the beacon has no term and seq";
-    return std::nullopt;
-  }
+  auto b = parse_beacon(body);
+  if (!b) why = "the beacon is not {\"term\", \"seq\"} JSON";
   return b;
 }
 
 void Agent::watch_beacon() {
   struct Anchor {
-    BeaconRead mark;
+    BeaconMark mark;
     Millis answered = 0;
   };
   std::optional<Anchor> anchor;
   std::uint64_t gen = 0;
-  // warn_limited's, for this thread.
-  std::string last_note;
-  Millis last_note_at = 0;
-  auto note = [&](const std::string& what) {
-    const Millis now = clock_.now_ms();
-    if (what == last_note && now - last_note_at < 30000) return;
-    last_note = what;
-    last_note_at = now;
-    spdlog::warn("{}", what);
-  };
+  WarnLimiter warnings;  // warn_limited's, for this thread
+  auto note = [&](const std::string& what) { warnings.warn(clock_.now_ms(), what); };
   while (!stopping()) {
     std::string url;
-    BeaconRead named;
+    BeaconMark named;
     Millis window = 0, poll = 0, sent_at = 0;
     {
       std::lock_guard lock(witness_mu_);
@@ -607,13 +588,14 @@ Result<HttpResponse> Agent::post(const std::string& path, const std::string& bod
   return http_.request("POST", config_.server_url + path, body, "application/json", opts);
 }
 
-void Agent::warn_limited(const std::string& what) {
-  const Millis now = clock_.now_ms();
-  if (what == last_warning_ && now - last_warning_at_ < 30000) return;
-  last_warning_ = what;
-  last_warning_at_ = now;
+void Agent::WarnLimiter::warn(Millis now, const std::string& what) {
+  if (what == last && now - at < 30000) return;
+  last = what;
+  at = now;
   spdlog::warn("{}", what);
 }
+
+void Agent::warn_limited(const std::string& what) { warnings_.warn(clock_.now_ms(), what); }
 
 // ------------------------------------------------------------ the loop
 

@@ -23,6 +23,7 @@
 #include "agent/executor.h"
 #include "common/clock.h"
 #include "common/http_client.h"
+#include "model/beacon_mark.h"
 #include "model/clock_estimate.h"
 #include "model/inventory.h"
 #include "model/protocol.h"
@@ -131,12 +132,8 @@ class Agent {
   // (tick() applies it; the timer never waits on I/O). A seq that moved
   // means a live control plane cannot hear us: no lease, and retry at once.
   // Unreadable, or below what the last answer named: no lease.
-  struct BeaconRead {
-    std::int64_t term = 0, seq = 0;
-    auto operator<=>(const BeaconRead&) const = default;
-  };
   void watch_beacon();
-  std::optional<BeaconRead> read_beacon(const std::string& url, Millis timeout_ms, std::string& why);
+  std::optional<BeaconMark> read_beacon(const std::string& url, Millis timeout_ms, std::string& why);
   void apply_stale_verdict(Millis now);
   // Fences when due and polls the executor (which enforces kill deadlines);
   // returns the current reports. Called between requests and from within them.
@@ -183,13 +180,18 @@ class Agent {
   bool live_attempts_ = false;
   bool logs_pending_ = false;
 
-  std::string last_warning_;
-  Millis last_warning_at_ = 0;
+  // The same warning at most once every 30 s (loops that retry must not flood the log).
+  struct WarnLimiter {
+    std::string last;
+    Millis at = 0;
+    void warn(Millis now, const std::string& what);
+  };
+  WarnLimiter warnings_;  // the sync loop's
 
   // Witness state: set by sync() (under witness_mu_), read by the thread.
   std::mutex witness_mu_;
   std::string beacon_url_;
-  BeaconRead beacon_named_;      // the mark the last answer named
+  BeaconMark beacon_named_;      // the mark the last answer named
   Millis beacon_window_ms_ = 0;  // F
   Millis beacon_poll_ms_ = 0;
   Millis answered_sent_ = 0;       // lease clock: send time of the last answered sync

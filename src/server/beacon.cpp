@@ -13,9 +13,14 @@ constexpr const char* kLeaderMeta = "leader";
 constexpr Millis kRoundTrips = 1000;      // two agent round trips, as DESIGN.md budgets them
 constexpr Millis kUrlRefreshMs = 86'400'000;  // read URLs are made for 7 days, again after one
 
-std::int64_t int_field(const json::object& o, const char* name) {
-  auto* v = o.if_contains(name);
-  return v && v->is_int64() ? v->as_int64() : 0;
+// The term the store's meta `leader` names; 0 when none (or unreadable).
+Result<std::int64_t> stored_term(Tx& tx) {
+  CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
+  if (!held) return std::int64_t{0};
+  auto v = parse_json(*held, 4);
+  if (!v.ok() || !v->is_object()) return std::int64_t{0};
+  auto* term = v->as_object().if_contains("term");
+  return term && term->is_int64() ? term->as_int64() : 0;
 }
 
 }  // namespace
@@ -43,22 +48,6 @@ Result<FenceTiming> fence_timing(const ServerConfig& config) {
   return t;
 }
 
-std::string encode_beacon(const BeaconMark& b, const std::string& server) {
-  json::object o;
-  o["term"] = b.term;
-  o["seq"] = b.seq;
-  o["server"] = server;
-  return dump(o);
-}
-
-std::optional<BeaconMark> parse_beacon(std::string_view body) {
-  auto v = parse_json(body, 4);
-  if (!v.ok() || !v->is_object()) return std::nullopt;
-  BeaconMark b{int_field(v->as_object(), "term"), int_field(v->as_object(), "seq")};
-  if (b.term <= 0 || b.seq <= 0) return std::nullopt;
-  return b;
-}
-
 BeaconChain::BeaconChain(Store& store, ObjectStore& objects, const Clock& clock, const Clock& mono, FenceTiming timing,
                          std::string server_id)
     : store_(store), objects_(objects), clock_(clock), mono_(mono), timing_(timing), server_id_(std::move(server_id)) {}
@@ -67,12 +56,7 @@ BeaconChain::~BeaconChain() { stop(); }
 
 Status BeaconChain::renew_term(std::int64_t term, bool take) {
   return store_.write([&](Tx& tx) -> Status {
-    CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
-    std::int64_t stored = 0;
-    if (held) {
-      auto v = parse_json(*held, 4);
-      if (v.ok() && v->is_object()) stored = int_field(v->as_object(), "term");
-    }
+    CP_ASSIGN(const std::int64_t stored, stored_term(tx));
     if (take) {
       term = stored + 1;
     } else if (stored != term) {
@@ -136,10 +120,7 @@ bool BeaconChain::round() {
   // land, and an agent that read it must see the next chain's seq move.
   if (put_tried) seq_ = std::max(seq_, seq);
   if (!why.empty()) {
-    if (alive_ || broken_why_ != why) spdlog::error("control plane: not judging liveness: {}", why);
-    alive_ = false;
-    judging_since_ = 0;
-    broken_why_ = why;
+    break_locked(why);
     return false;
   }
   // A gap since the last good round's start over F (this process stalled,
@@ -199,12 +180,7 @@ Status BeaconChain::check_term(Tx& tx) const {
       return errors::unavailable("the beacon chain broke: not judging liveness", "信标链已中断：暂不判定存活");
     }
   }
-  CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
-  std::int64_t stored = 0;
-  if (held) {
-    auto v = parse_json(*held, 4);
-    if (v.ok() && v->is_object()) stored = int_field(v->as_object(), "term");
-  }
+  CP_ASSIGN(const std::int64_t stored, stored_term(tx));
   if (stored != term) {
     return errors::conflict("term " + std::to_string(term) + " is no longer the store's (" + std::to_string(stored) +
                                 "): not judging liveness",
@@ -216,7 +192,11 @@ Status BeaconChain::check_term(Tx& tx) const {
 
 void BeaconChain::break_chain(const std::string& why) {
   std::lock_guard lock(mu_);
-  if (alive_) spdlog::error("control plane: not judging liveness: {}", why);
+  break_locked(why);
+}
+
+void BeaconChain::break_locked(const std::string& why) {
+  if (alive_ || broken_why_ != why) spdlog::error("control plane: not judging liveness: {}", why);
   alive_ = false;
   judging_since_ = 0;
   broken_why_ = why;

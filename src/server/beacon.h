@@ -30,6 +30,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "model/beacon_mark.h"
 #include "model/types.h"
 #include "objstore/object_store.h"
 #include "store/store.h"
@@ -52,15 +53,6 @@ struct FenceTiming {
 // agent would fence before a stale verdict could ever renew its lease.
 Result<FenceTiming> fence_timing(const ServerConfig& config);
 
-// The beacon object's key in the object store, and its body.
-inline constexpr const char* kBeaconKey = "control-plane/beacon";
-struct BeaconMark {
-  std::int64_t term = 0;
-  std::int64_t seq = 0;
-};
-std::string encode_beacon(const BeaconMark& b, const std::string& server);
-// nullopt for anything but {"term": >0, "seq": >0, ...}.
-std::optional<BeaconMark> parse_beacon(std::string_view body);
 
 // What GET /api/v1/control-plane and /metrics say of a server's chain.
 struct BeaconStatus {
@@ -114,6 +106,7 @@ class BeaconChain {
  private:
   Status renew_term(std::int64_t term, bool take);
   bool holds_locked(Millis mono_now) const;
+  void break_locked(const std::string& why);  // under mu_: stop judging, say why once
 
   Store& store_;
   ObjectStore& objects_;

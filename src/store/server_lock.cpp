@@ -52,26 +52,6 @@ class PgLock final : public ServerLock {
 
 class NoLock final : public ServerLock {};
 
-Result<std::unique_ptr<ServerLock>> try_lock(const std::string& store_url);
-
-}  // namespace
-
-Result<std::unique_ptr<ServerLock>> lock_store_for_server(const std::string& store_url, int wait_ms) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-  bool told = false;
-  while (true) {
-    auto lock = try_lock(store_url);
-    if (lock.ok() || lock.error().code != "store_in_use" || std::chrono::steady_clock::now() >= until) return lock;
-    if (!told) {
-      spdlog::warn("{}; waiting up to {} ms for it to go", lock.error().message, wait_ms);
-      told = true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-}
-
-namespace {
-
 Result<std::unique_ptr<ServerLock>> try_lock(const std::string& store_url) {
   if (store_url.starts_with("sqlite:")) {
     CP_ASSIGN(SqliteOptions options, parse_sqlite_url(store_url));
@@ -96,4 +76,19 @@ Result<std::unique_ptr<ServerLock>> try_lock(const std::string& store_url) {
 }
 
 }  // namespace
+
+Result<std::unique_ptr<ServerLock>> lock_store_for_server(const std::string& store_url, int wait_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+  bool told = false;
+  while (true) {
+    auto lock = try_lock(store_url);
+    if (lock.ok() || lock.error().code != "store_in_use" || std::chrono::steady_clock::now() >= until) return lock;
+    if (!told) {
+      spdlog::warn("{}; waiting up to {} ms for it to go", lock.error().message, wait_ms);
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 }  // namespace cp
