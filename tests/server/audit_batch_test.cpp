@@ -12,30 +12,25 @@
 #include <future>
 #include <thread>
 
+#include "forwarding_store.h"
 #include "store/store.h"
 
 namespace cp {
 namespace {
 
 // Counts write transactions; the first one waits until released.
-class HeldFirstWrite final : public Store {
+class HeldFirstWrite final : public testing::ForwardingStore {
  public:
-  explicit HeldFirstWrite(Store& inner) : inner_(inner), released_(release_.get_future().share()) {}
-  Status migrate() override { return inner_.migrate(); }
+  explicit HeldFirstWrite(Store& inner) : ForwardingStore(inner), released_(release_.get_future().share()) {}
   Status write(const std::function<Status(Tx&)>& body) override {
     if (writes_++ == 0) released_.wait();
     return inner_.write(body);
   }
-  Status read(const std::function<Status(Tx&)>& body) override { return inner_.read(body); }
-  int schema_version() override { return inner_.schema_version(); }
-  std::string backend() const override { return inner_.backend(); }
-  ChangeJournal* changes() override { return inner_.changes(); }
 
   void release() { release_.set_value(); }
   int writes() const { return writes_.load(); }
 
  private:
-  Store& inner_;
   std::atomic<int> writes_{0};
   std::promise<void> release_;
   std::shared_future<void> released_;

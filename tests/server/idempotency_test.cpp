@@ -7,6 +7,7 @@
 
 #include "common/ids.h"
 #include "control_plane_fixture.h"
+#include "forwarding_store.h"
 
 namespace cp::testing {
 namespace {
@@ -212,11 +213,9 @@ TEST_F(IdempotencyTest, ConcurrentSubmitsUnderOneKeyCreateOnePipelineAndAllGetIt
 // loser's side once: its first shared write runs the body and rolls it back
 // (the run that lost), commits the same body as the winner's run, and
 // answers already_exists.
-class ARivalTakesTheKeyFirst final : public Store {
+class ARivalTakesTheKeyFirst final : public testing::ForwardingStore {
  public:
-  explicit ARivalTakesTheKeyFirst(Store& inner) : inner_(inner) {}
-  Status migrate() override { return inner_.migrate(); }
-  Status write(const std::function<Status(Tx&)>& body) override { return inner_.write(body); }
+  explicit ARivalTakesTheKeyFirst(Store& inner) : ForwardingStore(inner) {}
   Status write_shared(const std::function<Status(Tx&)>& body) override {
     if (played_) return inner_.write_shared(body);
     played_ = true;
@@ -228,13 +227,8 @@ class ARivalTakesTheKeyFirst final : public Store {
     CP_TRY(inner_.write(body));
     return errors::already_exists("idempotency key", "k-1");
   }
-  Status read(const std::function<Status(Tx&)>& body) override { return inner_.read(body); }
-  int schema_version() override { return inner_.schema_version(); }
-  std::string backend() const override { return inner_.backend(); }
-  ChangeJournal* changes() override { return inner_.changes(); }
 
  private:
-  Store& inner_;
   bool played_ = false;
 };
 

@@ -14,6 +14,7 @@
 #include "objstore/object_store.h"
 #include "server/control_plane.h"
 #include "server/fleet_config.h"
+#include "forwarding_store.h"
 #include "store/store.h"
 
 namespace cp {
@@ -76,12 +77,11 @@ NodeReport gpu_node(const std::string& name, int gpus) {
 // Fault injection as a decorator (STYLE.md): runs `hook` once, right before
 // the next write transaction. schedule_once() reads its snapshot, decides,
 // then writes: a hook armed before it runs between the snapshot and the apply.
-class BetweenSnapshotAndApply final : public Store {
+class BetweenSnapshotAndApply final : public testing::ForwardingStore {
  public:
-  explicit BetweenSnapshotAndApply(Store& inner) : inner_(inner) {}
+  explicit BetweenSnapshotAndApply(Store& inner) : ForwardingStore(inner) {}
   void arm(std::function<void()> hook) { hook_ = std::move(hook); }
 
-  Status migrate() override { return inner_.migrate(); }
   Status write(const std::function<Status(Tx&)>& body) override {
     if (hook_) {
       auto hook = std::move(hook_);
@@ -90,13 +90,8 @@ class BetweenSnapshotAndApply final : public Store {
     }
     return inner_.write(body);
   }
-  Status read(const std::function<Status(Tx&)>& body) override { return inner_.read(body); }
-  int schema_version() override { return inner_.schema_version(); }
-  std::string backend() const override { return inner_.backend(); }
-  ChangeJournal* changes() override { return inner_.changes(); }
 
  private:
-  Store& inner_;
   std::function<void()> hook_;
 };
 

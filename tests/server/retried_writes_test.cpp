@@ -12,15 +12,15 @@
 #include "objstore/object_store.h"
 #include "server/control_plane.h"
 #include "server/fleet_config.h"
+#include "forwarding_store.h"
 #include "store/store.h"
 
 namespace cp {
 namespace {
 
-class EveryWriteRunsTwice final : public Store {
+class EveryWriteRunsTwice final : public testing::ForwardingStore {
  public:
-  explicit EveryWriteRunsTwice(Store& inner) : inner_(inner) {}
-  Status migrate() override { return inner_.migrate(); }
+  explicit EveryWriteRunsTwice(Store& inner) : ForwardingStore(inner) {}
   Status write(const std::function<Status(Tx&)>& body) override {
     // First run: whatever it does is rolled back, as after a conflict.
     Status first = inner_.write([&](Tx& tx) -> Status {
@@ -30,13 +30,6 @@ class EveryWriteRunsTwice final : public Store {
     EXPECT_FALSE(first.ok());
     return inner_.write(body);
   }
-  Status read(const std::function<Status(Tx&)>& body) override { return inner_.read(body); }
-  int schema_version() override { return inner_.schema_version(); }
-  std::string backend() const override { return inner_.backend(); }
-  ChangeJournal* changes() override { return inner_.changes(); }
-
- private:
-  Store& inner_;
 };
 
 constexpr std::string_view kFleet = R"(
