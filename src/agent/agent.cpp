@@ -15,6 +15,7 @@
 #include "agent/utf8.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/server_urls.h"
 
 namespace cp {
 namespace {
@@ -78,9 +79,14 @@ bool differs(const std::map<std::string, std::string>& now, const std::map<std::
 }  // namespace
 
 Agent::Agent(AgentConfig config, std::unique_ptr<Executor> executor, const Clock& clock, const Clock& lease_clock)
-    : config_(std::move(config)), executor_(std::move(executor)), clock_(clock), lease_clock_(lease_clock) {
+    : config_(std::move(config)),
+      servers_(parse_server_urls(config_.server_url, "server_url")),
+      executor_(std::move(executor)),
+      clock_(clock),
+      lease_clock_(lease_clock) {
   CP_CHECK(executor_ != nullptr, "Agent needs an executor");
-  while (!config_.server_url.empty() && config_.server_url.back() == '/') config_.server_url.pop_back();
+  // As configured, spaces and trailing '/' aside: what the credential file records.
+  config_.server_url = normalize_server_urls(config_.server_url);
   instance_ = new_id("agent", clock_.now_ms());
   rng_.seed(config_.seed != 0 ? config_.seed : std::random_device{}());
   load_state();
@@ -89,8 +95,7 @@ Agent::Agent(AgentConfig config, std::unique_ptr<Executor> executor, const Clock
 Agent::~Agent() = default;
 
 Status Agent::check_config() const {
-  if (config_.server_url.empty())
-    return errors::invalid("server_url", "the server URL is required", "必须指定服务器地址");
+  if (!servers_.ok()) return servers_.error();
   if (config_.cluster_id.empty()) return errors::invalid("cluster_id", "the cluster id is required", "必须指定集群 ID");
   if (config_.data_dir.empty())
     return errors::invalid("data_dir", "the data directory is required", "必须指定数据目录");
@@ -585,7 +590,25 @@ Result<HttpResponse> Agent::post(const std::string& path, const std::string& bod
     auto reports = tick();
     return stopping() || (extra && extra(reports));
   };
-  return http_.request("POST", config_.server_url + path, body, "application/json", opts);
+  CP_CHECK(servers_.ok() && !servers_->empty(), "post before check_config");
+  const std::vector<std::string>& servers = *servers_;
+  const std::string& server = servers[current_server_];
+  auto r = http_.request("POST", server + path, body, "application/json", opts);
+  // Another server of the list may answer where this one did not: a gateway
+  // in front of a dead server, a server starting or giving up the lead. Any
+  // other answer, a 401 or 409 too, is this control plane speaking.
+  std::string why;
+  if (!r.ok() && r.error().code == "unreachable") {
+    why = r.error().message;
+  } else if (r.ok() && (r->status == 502 || r->status == 503 || r->status == 504)) {
+    why = "HTTP " + std::to_string(r->status);
+  }
+  if (!why.empty() && servers.size() > 1) {
+    current_server_ = (current_server_ + 1) % servers.size();
+    spdlog::info("agent: server {} did not answer ({}); next requests go to {}", server, why,
+                 servers[current_server_]);
+  }
+  return r;
 }
 
 void Agent::WarnLimiter::warn(Millis now, const std::string& what) {

@@ -31,7 +31,10 @@
 namespace cp {
 
 struct AgentConfig {
-  std::string server_url;  // "http://127.0.0.1:8080"
+  // "http://127.0.0.1:8080", or several servers of one control plane,
+  // "http://a:8080,http://b:8080": the agent talks to one at a time and moves
+  // to the next when one gives no answer or a 502/503/504 (common/server_urls.h).
+  std::string server_url;
   std::string cluster_id;
   std::string bootstrap_token;  // one-time; may stay empty once a credential is persisted
   std::string data_dir;         // credential.json and lease.json live here (0600 / 0644)
@@ -61,7 +64,7 @@ struct AgentConfig {
 // carry on without a fresh one-time bootstrap token.
 struct SavedCredential {
   std::string cluster_id;
-  std::string server_url;
+  std::string server_url;  // the server list as configured (normalized); not compared on load
   std::string credential;
   Millis expires_at = 0;              // server clock; 0 = does not expire
   Millis renew_at = 0;                // agent clock: when less than a third of its life is left; 0 = never
@@ -143,12 +146,17 @@ class Agent {
   void backoff();
   bool stopping() const { return stop_ && stop_->load(); }
 
-  // POST with the agent's abort hook: ticks while it waits, ends on stop.
+  // POST to the current server with the agent's abort hook: ticks while it
+  // waits, ends on stop. No answer, or a 502/503/504, moves the next request
+  // to the next server of the list; post itself never retries (the loop's
+  // back-off does, and the fencing clock never waits on a second try).
   Result<HttpResponse> post(const std::string& path, const std::string& body, Millis timeout_ms, bool with_auth,
                             std::function<bool(const std::vector<AttemptReport>&)> extra_abort = {});
   void warn_limited(const std::string& what);
 
   AgentConfig config_;
+  Result<std::vector<std::string>> servers_;  // config_.server_url read once; its error is check_config's
+  std::size_t current_server_ = 0;            // index into servers_: where requests go
   std::unique_ptr<Executor> executor_;
   const Clock& clock_;
   HttpClient http_;

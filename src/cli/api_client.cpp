@@ -2,12 +2,41 @@
 
 #include "cli/format.h"
 #include "cli/version.h"
+#include "common/server_urls.h"
 
 namespace cp::cli {
 namespace {
 
 // One rule for "did it work", shared with the exit code (format.h).
 bool is_success(long status) { return exit_code_for_http_status(status) == 0; }
+
+// A gateway before a dead server, a server starting or giving up the lead:
+// another server of the same control plane may answer.
+bool is_gateway_failure(long status) { return status == 502 || status == 503 || status == 504; }
+
+// Whether a transport failure may have delivered the request (HttpClient's
+// details.request_sent); when in doubt, yes.
+bool may_have_been_sent(const Error& e) {
+  const json::value* sent = e.details.if_contains("request_sent");
+  return sent == nullptr || !sent->is_bool() || sent->as_bool();
+}
+
+std::string with_query(std::string out, std::string_view path, const Query& query) {
+  char sep = path.find('?') == std::string_view::npos ? '?' : '&';
+  for (const auto& [k, v] : query) {
+    if (v.empty()) continue;
+    out += sep;
+    out += url_encode(k) + "=" + url_encode(v);
+    sep = '&';
+  }
+  return out;
+}
+
+Error with_hint(Error e) {
+  e.message += " (is the server running? set it with --server or CUBEPLANE_SERVER)";
+  e.message_zh += "（服务器是否在运行？可用 --server 或 CUBEPLANE_SERVER 指定）";
+  return e;
+}
 
 std::string body_excerpt(std::string_view body) {
   std::string text = truncate(body, 200);
@@ -50,18 +79,29 @@ Error error_from_response(long status, std::string_view body) {
                {}};
 }
 
-ApiClient::ApiClient(ApiClientOptions opts) : opts_(std::move(opts)) {}
+ApiClient::ApiClient(ApiClientOptions opts)
+    : opts_(std::move(opts)), servers_(parse_server_urls(opts_.server, "server")) {}
 
 std::string ApiClient::url(std::string_view path, const Query& query) const {
-  std::string out = opts_.server + std::string(path);
-  char sep = path.find('?') == std::string_view::npos ? '?' : '&';
-  for (const auto& [k, v] : query) {
-    if (v.empty()) continue;
-    out += sep;
-    out += url_encode(k) + "=" + url_encode(v);
-    sep = '&';
-  }
-  return out;
+  const std::string& server = servers_.ok() ? (*servers_)[current_] : opts_.server;
+  return with_query(server + std::string(path), path, query);
+}
+
+ApiClient::Failover ApiClient::failover_for(const std::string& method) {
+  // RFC 9110 9.2.2: sending these twice has the effect of sending them once.
+  if (method == "GET" || method == "HEAD" || method == "PUT" || method == "DELETE") return Failover::kNoAnswer;
+  return Failover::kNotSent;
+}
+
+bool ApiClient::move_on(const Error& why, std::size_t& tried) {
+  const std::vector<std::string>& servers = *servers_;
+  const std::string& from = servers[current_];
+  // A request that every server failed starts its next round (submit's
+  // retries) where this one started.
+  current_ = (current_ + 1) % servers.size();
+  if (++tried >= servers.size()) return false;
+  if (opts_.on_failover) opts_.on_failover(from, why, servers[current_]);
+  return true;
 }
 
 HttpRequestOptions ApiClient::request_options(const std::string& accept) const {
@@ -76,23 +116,30 @@ HttpRequestOptions ApiClient::request_options(const std::string& accept) const {
 
 Result<HttpResponse> ApiClient::exchange(const std::string& method, std::string_view path, const Query& query,
                                          std::string_view body, const std::string& content_type,
-                                         const std::string& accept, const std::map<std::string, std::string>& headers) {
+                                         const std::string& accept, Failover failover,
+                                         const std::map<std::string, std::string>& headers) {
+  if (!servers_.ok()) return servers_.error();
   HttpRequestOptions options = request_options(accept);
   for (const auto& [name, value] : headers) options.headers[name] = value;
-  auto resp = http_.request(method, url(path, query), std::string(body), content_type, options);
-  if (!resp.ok()) {
-    Error e = resp.error();
-    e.message += " (is the server running? set it with --server or CUBEPLANE_SERVER)";
-    e.message_zh += "（服务器是否在运行？可用 --server 或 CUBEPLANE_SERVER 指定）";
-    return e;
+  for (std::size_t tried = 0;;) {
+    auto resp = http_.request(method, url(path, query), std::string(body), content_type, options);
+    if (!resp.ok()) {
+      const bool may_go_on = failover == Failover::kNoAnswer || !may_have_been_sent(resp.error());
+      if (may_go_on && move_on(resp.error(), tried)) continue;
+      return with_hint(resp.error());
+    }
+    if (failover == Failover::kNoAnswer && is_gateway_failure(resp->status) &&
+        move_on(error_from_response(resp->status, resp->body), tried)) {
+      continue;
+    }
+    return resp;
   }
-  return resp;
 }
 
 Result<HttpResponse> ApiClient::send(const std::string& method, std::string_view path, const Query& query,
                                      std::string_view body, const std::string& content_type,
                                      const std::string& accept) {
-  CP_ASSIGN(HttpResponse resp, exchange(method, path, query, body, content_type, accept));
+  CP_ASSIGN(HttpResponse resp, exchange(method, path, query, body, content_type, accept, failover_for(method)));
   if (!is_success(resp.status)) return error_from_response(resp.status, resp.body);
   return resp;
 }
@@ -108,7 +155,8 @@ Result<json::value> ApiClient::post_idempotent(std::string_view path, std::strin
                                                const RetryPolicy& retry) {
   Millis wait = retry.first_wait_ms;
   for (int attempt = 1;; ++attempt) {
-    auto resp = exchange("POST", path, {}, body, content_type, "application/json",
+    // Every server of the list first, then the next round after a wait.
+    auto resp = exchange("POST", path, {}, body, content_type, "application/json", Failover::kNoAnswer,
                          {{"Idempotency-Key", idempotency_key}});
     Error failed;  // why this attempt did not settle it
     if (!resp.ok()) {
@@ -180,13 +228,27 @@ Result<std::string> ApiClient::get_text(std::string_view path, const Query& quer
 
 Status ApiClient::stream(std::string_view path, const Query& query,
                          const std::function<bool(std::string_view)>& sink) {
-  StreamGate gate(sink);
-  HttpRequestOptions o = request_options("text/plain");
-  o.timeout_ms = 0;  // follows until the server ends the body
-  o.on_data = [&gate](std::string_view chunk) { return gate.feed(chunk); };
-  auto resp = http_.request("GET", url(path, query), "", "application/json", o);
-  if (!resp.ok()) return resp.error();
-  return gate.finish(resp->status);
+  if (!servers_.ok()) return servers_.error();
+  for (std::size_t tried = 0;;) {
+    // Once a byte reached the sink, another server would repeat it: only a
+    // request that printed nothing goes on to the next server.
+    bool printed = false;
+    StreamGate gate([&](std::string_view chunk) {
+      printed = true;
+      return sink(chunk);
+    });
+    HttpRequestOptions o = request_options("text/plain");
+    o.timeout_ms = 0;  // follows until the server ends the body
+    o.on_data = [&gate](std::string_view chunk) { return gate.feed(chunk); };
+    auto resp = http_.request("GET", url(path, query), "", "application/json", o);
+    if (!resp.ok()) {
+      if (!printed && move_on(resp.error(), tried)) continue;
+      return with_hint(resp.error());
+    }
+    Status settled = gate.finish(resp->status);  // a refusal prints nothing
+    if (!printed && is_gateway_failure(resp->status) && move_on(settled.error(), tried)) continue;
+    return settled;
+  }
 }
 
 bool StreamGate::pass_held() {

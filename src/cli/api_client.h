@@ -32,10 +32,15 @@ struct RetryPolicy {
 };
 
 struct ApiClientOptions {
-  std::string server;  // "http://127.0.0.1:8080"
-  std::string token;   // sent as "Authorization: Bearer ..." when not empty
+  // "http://127.0.0.1:8080", or the servers of one control plane separated
+  // by commas (common/server_urls.h), tried in order: see ApiClient.
+  std::string server;
+  std::string token;  // sent as "Authorization: Bearer ..." when not empty
   std::string accept_language = "en";
   long timeout_ms = 30000;
+  // Told when a request moves on to the next server of the list: the one
+  // that failed it, why, and the one tried next.
+  std::function<void(const std::string& from, const Error& why, const std::string& to)> on_failover;
 };
 
 // The Error for a refused request: the server's own error object when the
@@ -43,6 +48,18 @@ struct ApiClientOptions {
 // server's message is used for both languages: it was localized already.
 Error error_from_response(long status, std::string_view body);
 
+// With several servers, a request goes to the current one (at first the
+// first listed) and, when that one fails it, to the next ones in order, each
+// at most once; the one that settles it stays current for the next request.
+// How a server may fail a request depends on whether sending it twice is
+// safe:
+//
+//   GET, PUT, DELETE (idempotent), post_idempotent   no HTTP answer, or a 502, 503 or 504
+//   POST, PATCH                                      no connection: the request never left
+//
+// A POST that timed out may have been done: sending it elsewhere could do it
+// twice, so its error is the answer. Any other answer settles the request.
+// A malformed list is the Error of every request.
 class ApiClient {
  public:
   explicit ApiClient(ApiClientOptions opts);
@@ -55,8 +72,9 @@ class ApiClient {
   // several requests with the key asked, once, and answers every one of
   // them alike. So a request that got no HTTP answer (the server may or may
   // not have done it) or a 502, 503 or 504 (a gateway, a server starting or
-  // failing over) is sent again, the same bytes under the same key, as
-  // `retry` says; any other answer is final.
+  // failing over) goes to the next server of the list at once, and once
+  // every server failed it, to all of them again, the same bytes under the
+  // same key, as `retry` says; any other answer is final.
   Result<json::value> post_idempotent(std::string_view path, std::string_view body, const std::string& content_type,
                                       const std::string& idempotency_key, const RetryPolicy& retry);
   Result<json::value> put(std::string_view path, const json::value& body);
@@ -74,14 +92,27 @@ class ApiClient {
   // body reaches the sink.
   Status stream(std::string_view path, const Query& query, const std::function<bool(std::string_view)>& sink);
 
+  // The URL of `path` on the current server.
   std::string url(std::string_view path, const Query& query = {}) const;
   const ApiClientOptions& options() const { return opts_; }
 
  private:
-  // One request; an Error only when no HTTP answer came back.
+  // When a request may go on to the next server (see the class comment).
+  enum class Failover {
+    kNoAnswer,  // safe to send twice: no answer or a 502/503/504
+    kNotSent,   // not safe: only when it never left
+  };
+  static Failover failover_for(const std::string& method);
+
+  // One request, to the servers as `failover` allows; an Error only when
+  // no HTTP answer came back.
   Result<HttpResponse> exchange(const std::string& method, std::string_view path, const Query& query,
                                 std::string_view body, const std::string& content_type, const std::string& accept,
-                                const std::map<std::string, std::string>& headers = {});
+                                Failover failover, const std::map<std::string, std::string>& headers = {});
+  // After the current server failed a request: makes the next one current;
+  // true (and on_failover told) when the request goes on to it, false when
+  // every server had its turn.
+  bool move_on(const Error& why, std::size_t& tried);
   // exchange(), an answer other than 2xx as its Error.
   Result<HttpResponse> send(const std::string& method, std::string_view path, const Query& query,
                             std::string_view body, const std::string& content_type, const std::string& accept);
@@ -90,6 +121,8 @@ class ApiClient {
   HttpRequestOptions request_options(const std::string& accept) const;
 
   ApiClientOptions opts_;
+  Result<std::vector<std::string>> servers_;  // opts_.server read once
+  std::size_t current_ = 0;                   // index into servers_
   HttpClient http_;
 };
 

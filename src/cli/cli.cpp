@@ -12,7 +12,8 @@ void register_client_commands(CLI::App& app, ClientContext& ctx) {
   app.fallthrough();
   app.require_subcommand(1);
   app.add_option("--server", ctx.server,
-                 "Cubeplane server URL (else $CUBEPLANE_SERVER, the saved login, http://127.0.0.1:8080)");
+                 "Cubeplane server URL, or several separated by commas, tried in order (else $CUBEPLANE_SERVER, "
+                 "the saved login, http://127.0.0.1:8080)");
   app.add_option("--token", ctx.token, "API token (else $CUBEPLANE_TOKEN, the saved login)");
   app.add_option("-o,--output", ctx.output, "Output format: table (default), json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));

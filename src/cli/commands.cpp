@@ -6,13 +6,14 @@
 #include <sstream>
 
 #include "cli/format.h"
+#include "common/server_urls.h"
 #include "model/documents.h"
 
 namespace cp::cli {
 
 void on_run(CLI::App* sub, ClientContext& ctx, std::function<int()> body) {
   // A verb's --help lists only its own options; the global ones are named here.
-  sub->footer("Global options: --server URL, --token TOKEN, -o table|json|yaml, --lang en|zh");
+  sub->footer("Global options: --server URL[,URL...], --token TOKEN, -o table|json|yaml, --lang en|zh");
   // A verb with verbs of its own (usage, usage advice) runs only when none
   // of them was given.
   sub->callback([&ctx, sub, body = std::move(body)] {
@@ -38,11 +39,27 @@ Result<ApiClientOptions> connection_options(const ClientContext& ctx) {
   if (!complete) {
     CP_ASSIGN(s.saved, load_config(config_path(ctx.env)));
   }
-  Connection c = resolve_connection(s);
+  return client_options(ctx, resolve_connection(s));
+}
+
+Result<ApiClientOptions> client_options(const ClientContext& ctx, const Connection& c) {
+  if (auto servers = parse_server_urls(c.server, "server"); !servers.ok()) {
+    Error e = servers.error();
+    e.code = std::string(kUsageErrorCode);
+    return e;
+  }
   ApiClientOptions o;
   o.server = c.server;
   o.token = c.token;
   o.accept_language = language(ctx);
+  o.on_failover = [&ctx](const std::string& from, const Error& why, const std::string& to) {
+    const std::string reason = why.message_for(language(ctx));
+    if (is_chinese(language(ctx))) {
+      *ctx.err << "服务器 " << from << " 没有应答（" << reason << "）；改试 " << to << "\n";
+    } else {
+      *ctx.err << "server " << from << " did not answer (" << reason << "); trying " << to << "\n";
+    }
+  };
   return o;
 }
 
@@ -53,7 +70,7 @@ Result<std::unique_ptr<ApiClient>> connect(const ClientContext& ctx) {
 
 int fail(const ClientContext& ctx, const Error& e) {
   *ctx.err << tr(ctx, "error: ", "错误：") << e.message_for(language(ctx)) << "\n";
-  return kExitRefused;
+  return e.code == kUsageErrorCode ? kExitUsage : kExitRefused;
 }
 
 int usage_error(const ClientContext& ctx, const std::string& en, const std::string& zh) {

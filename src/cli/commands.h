@@ -19,6 +19,10 @@ void on_run(CLI::App* sub, ClientContext& ctx, std::function<int()> body);
 
 // Server, token (flags > env > saved config) and Accept-Language.
 Result<ApiClientOptions> connection_options(const ClientContext& ctx);
+// The options for a resolved connection: its server list checked (a
+// malformed one is a usage error), each move to the next server said on
+// ctx.err, the language.
+Result<ApiClientOptions> client_options(const ClientContext& ctx, const Connection& c);
 // An ApiClient for the verb, or the reason there is none (a broken config file).
 Result<std::unique_ptr<ApiClient>> connect(const ClientContext& ctx);
 
@@ -26,7 +30,11 @@ std::string language(const ClientContext& ctx);
 // The sentence in the user's language.
 const char* tr(const ClientContext& ctx, const char* en, const char* zh);
 
-// Prints "error: <message>" to ctx.err; returns 1.
+// The code of an Error that is the user's own mistake found before any
+// request (a malformed --server list): fail() exits 2 for it.
+inline constexpr std::string_view kUsageErrorCode = "usage_error";
+
+// Prints "error: <message>" to ctx.err; returns 1 (2 for kUsageErrorCode).
 int fail(const ClientContext& ctx, const Error& e);
 // Prints "error: <message>" to ctx.err; returns 2.
 int usage_error(const ClientContext& ctx, const std::string& en, const std::string& zh);

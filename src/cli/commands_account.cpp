@@ -12,7 +12,8 @@ void add_login(CLI::App& app, ClientContext& ctx) {
   auto* sub = app.add_subcommand(
       "login", "Check a server and token with the server, then save them to ~/.config/cubeplane/config.yaml "
                "(or $CUBEPLANE_CONFIG)");
-  sub->add_option("--server", ctx.server, "Cubeplane server URL (else $CUBEPLANE_SERVER, the saved one)");
+  sub->add_option("--server", ctx.server,
+                  "Cubeplane server URL, or several separated by commas (else $CUBEPLANE_SERVER, the saved one)");
   sub->add_option("--token", ctx.token, "API token (else $CUBEPLANE_TOKEN)");
   on_run(sub, ctx, [&ctx] {
     std::string path = config_path(ctx.env);
@@ -28,11 +29,9 @@ void add_login(CLI::App& app, ClientContext& ctx) {
     if (c.token.empty()) {
       return usage_error(ctx, "login needs --token (or CUBEPLANE_TOKEN)", "login 需要 --token（或 CUBEPLANE_TOKEN）");
     }
-    ApiClientOptions o;
-    o.server = c.server;
-    o.token = c.token;
-    o.accept_language = language(ctx);
-    ApiClient api(o);
+    auto o = client_options(ctx, c);
+    if (!o) return fail(ctx, o.error());
+    ApiClient api(*o);
     auto whoami = api.get("/api/v1/whoami");
     if (!whoami) return fail(ctx, whoami.error());
     Status saved_now = save_config(path, SavedConfig{c.server, c.token});

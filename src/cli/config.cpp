@@ -6,12 +6,15 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "common/server_urls.h"
 
 namespace cp::cli {
 namespace {
@@ -108,10 +111,30 @@ Status save_config(const std::string& path, const SavedConfig& config) {
   return {};
 }
 
-std::string normalize_server(std::string_view server) {
-  while (!server.empty() && server.back() == '/') server.remove_suffix(1);
-  return std::string(server);
+std::string normalize_server(std::string_view server) { return normalize_server_urls(server); }
+
+namespace {
+
+std::vector<std::string_view> entries(std::string_view normalized) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    const auto comma = normalized.find(',');
+    out.push_back(normalized.substr(0, comma));
+    if (comma == std::string_view::npos) return out;
+    normalized.remove_prefix(comma + 1);
+  }
 }
+
+// Every server of `chosen` is one of `saved`'s.
+bool among(std::string_view chosen, std::string_view saved) {
+  const auto allowed = entries(saved);
+  for (auto server : entries(chosen)) {
+    if (std::find(allowed.begin(), allowed.end(), server) == allowed.end()) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 Connection resolve_connection(const ConnectionSources& s) {
   Connection c;
@@ -126,7 +149,7 @@ Connection resolve_connection(const ConnectionSources& s) {
   }
   c.server = normalize_server(c.server);
 
-  bool saved_matches = s.saved.server.empty() || normalize_server(s.saved.server) == c.server;
+  bool saved_matches = s.saved.server.empty() || among(c.server, normalize_server(s.saved.server));
   if (s.flag_token) {
     c.token = *s.flag_token;
   } else if (s.env_token) {

@@ -34,7 +34,7 @@ Result<SavedConfig> load_config(const std::string& path);
 Status save_config(const std::string& path, const SavedConfig& config);
 
 struct Connection {
-  std::string server;  // without a trailing "/"
+  std::string server;  // one URL or a comma list (normalized), not yet checked: see ApiClient
   std::string token;   // may be empty: the server then answers 401
 };
 
@@ -45,11 +45,13 @@ struct ConnectionSources {
 };
 
 // Each of server and token from the first source that has it. The saved token
-// is used only with the saved server: `--server other` must not send the
-// token of the server one logged in to elsewhere.
+// is used only with the saved server (or servers: every one chosen must be
+// among those saved): `--server other` must not send the token of the server
+// one logged in to elsewhere.
 Connection resolve_connection(const ConnectionSources& sources);
 
-// "http://host:8080/" -> "http://host:8080".
+// "http://host:8080/" -> "http://host:8080"; " http://a/ ,http://b" ->
+// "http://a,http://b" (common/server_urls.h, nothing checked).
 std::string normalize_server(std::string_view server);
 
 // A POSIX locale name as a language tag: "zh_CN.UTF-8" -> "zh-CN",

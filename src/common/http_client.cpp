@@ -50,6 +50,22 @@ size_t header_cb(char* ptr, size_t size, size_t nmemb, void* userdata) {
   return size * nmemb;
 }
 
+// After a transport failure: false only when the request cannot have left
+// this machine (no name, no connection, no TLS session: libcurl never
+// reached the transfer), so that a caller may send a non-idempotent request
+// elsewhere. A timeout waiting for the answer, or a connection dropped
+// mid-way, is true: the server may have acted on it.
+bool request_may_have_been_sent(CURL* c, CURLcode rc) {
+  if (rc == CURLE_COULDNT_RESOLVE_HOST || rc == CURLE_COULDNT_RESOLVE_PROXY || rc == CURLE_COULDNT_CONNECT) {
+    return false;
+  }
+  curl_off_t pretransfer_us = 0;
+  long request_bytes = 0;
+  curl_easy_getinfo(c, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+  curl_easy_getinfo(c, CURLINFO_REQUEST_SIZE, &request_bytes);
+  return pretransfer_us > 0 || request_bytes > 0;
+}
+
 }  // namespace
 
 HttpClient::HttpClient() : multi_(nullptr) {
@@ -117,7 +133,9 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, opts.timeout_ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, std::min(opts.timeout_ms, 10000L));
+  // A stream (timeout 0) still gives up on a connection that does not open
+  // within 10 s, not libcurl's 300 s.
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, opts.timeout_ms > 0 ? std::min(opts.timeout_ms, 10000L) : 10000L);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
@@ -152,8 +170,10 @@ Result<HttpResponse> HttpClient::request(const std::string& method, const std::s
   }
   curl_slist_free_all(headers);
   if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && opts.on_data)) {
-    return Error{"unreachable", 503, "cannot reach " + url + ": " + curl_easy_strerror(rc),
-                 "无法连接 " + url + "：" + curl_easy_strerror(rc), {}};
+    Error e{"unreachable", 503, "cannot reach " + url + ": " + curl_easy_strerror(rc),
+            "无法连接 " + url + "：" + curl_easy_strerror(rc), {}};
+    e.details["request_sent"] = request_may_have_been_sent(c, rc);
+    return e;
   }
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
   char* ct = nullptr;

@@ -58,8 +58,10 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // method: GET, POST, PUT, PATCH, DELETE. A transport failure (refused,
-  // timeout, DNS) is an Error with code "unreachable" (status 503); any HTTP
-  // answer, 4xx and 5xx included, is a response.
+  // timeout, DNS) is an Error with code "unreachable" (status 503) and
+  // details {"request_sent": bool}: false only when the request cannot have
+  // left (no name, no connection), so that even a POST may go elsewhere.
+  // Any HTTP answer, 4xx and 5xx included, is a response.
   Result<HttpResponse> request(const std::string& method, const std::string& url, const std::string& body = "",
                                const std::string& content_type = "application/json",
                                const HttpRequestOptions& opts = {});

@@ -19,6 +19,7 @@
 namespace cp {
 namespace {
 
+using testing::ClosedPort;
 using testing::FakeRequest;
 using testing::FakeResponse;
 using testing::FakeServer;
@@ -709,6 +710,86 @@ TEST_F(AgentTest, SyncOnce) {
   auto st = no_server.sync_once();
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, "unreachable");
+}
+
+// --server with several servers: one that does not answer is passed over;
+// the agent registers and syncs through the next, and its credential file
+// records the list as configured (spaces and trailing '/' aside).
+TEST_F(AgentTest, RegistersAndSyncsThroughTheNextServerWhenTheFirstDoesNotAnswer) {
+  ClosedPort closed;
+  auto c = agent_config();
+  c.server_url = closed.url() + ", " + server_.url() + "/";
+  start_agent(c);
+  ASSERT_TRUE(wait_until([&] { return cp_.syncs().size() >= 2; }));
+  EXPECT_EQ(cp_.registers().size(), 1u);
+  EXPECT_EQ(cp_.syncs().back().auth, "Bearer cred-1");
+  stop_agent();
+  auto cred = decode_json<SavedCredential>(slurp(dir_.path() + "/credential.json"));
+  ASSERT_TRUE(cred.ok());
+  EXPECT_EQ(cred->server_url, closed.url() + "," + server_.url());
+}
+
+// Only no answer or a 502/503/504 moves the next request to the next server;
+// any other answer (a 409 here; 401 alike) is the control plane speaking,
+// and the agent stays. A request is never sent twice by the switch itself.
+TEST_F(AgentTest, OnlyNoAnswerOrA502503504MovesToTheNextServer) {
+  std::atomic<int> status{409};
+  std::atomic<int> calls{0};
+  FakeServer first([&](const FakeRequest&) {
+    ++calls;
+    return FakeResponse{status.load(), R"({"error":{"code":"refused","message":"not now"}})"};
+  });
+  auto c = agent_config();
+  c.server_url = first.url() + "," + server_.url();
+  Agent agent(c, std::make_unique<LocalExecutor>(executor_config()));
+  EXPECT_FALSE(agent.sync_once().ok());
+  EXPECT_FALSE(agent.sync_once().ok());
+  EXPECT_EQ(calls.load(), 2) << "a 409 keeps the server";
+  EXPECT_EQ(cp_.calls(), 0);
+
+  for (int gateway : {502, 503, 504}) {
+    status = gateway;
+    auto c2 = c;
+    Agent again(c2, std::make_unique<LocalExecutor>(executor_config()));
+    const int before = calls.load();
+    const int elsewhere = cp_.calls();
+    EXPECT_FALSE(again.sync_once().ok()) << gateway;
+    EXPECT_EQ(calls.load(), before + 1) << "sent once: " << gateway;
+    EXPECT_EQ(cp_.calls(), elsewhere) << "not retried inside the request: " << gateway;
+    // The next request goes to the second server.
+    if (gateway == 502) {
+      ASSERT_TRUE(again.sync_once().ok());
+      EXPECT_EQ(calls.load(), before + 1);
+      EXPECT_EQ(cp_.registers().size(), 1u);
+      EXPECT_EQ(cp_.syncs().size(), 1u);
+    }
+  }
+}
+
+// A malformed server list stops the agent before any request, naming the
+// bad entry in English and Chinese.
+TEST_F(AgentTest, AMalformedServerListIsRefusedNamingTheEntry) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {server_.url() + ",,http://b:8080", "entry 2 of the server list"},
+      {server_.url() + ",b:8080", "\"b:8080\" is not a server URL: it must start with http:// or https://"},
+      {server_.url() + ",http://:8080", "\"http://:8080\" is not a server URL: it names no host"},
+      {server_.url() + "," + server_.url() + "/", "listed twice"},
+      {" ", "the server URL is required"},
+  };
+  for (const auto& [list, says] : cases) {
+    auto c = agent_config();
+    c.server_url = list;
+    Agent agent(c, std::make_unique<LocalExecutor>(executor_config()));
+    auto st = agent.sync_once();
+    ASSERT_FALSE(st.ok()) << list;
+    EXPECT_EQ(st.error().code, "invalid_field") << list;
+    EXPECT_EQ(st.error().message.rfind("server_url: ", 0), 0u) << st.error().message;
+    EXPECT_NE(st.error().message.find(says), std::string::npos) << st.error().message;
+    EXPECT_NE(st.error().message_zh.find("server_url："), std::string::npos) << st.error().message_zh;
+    std::atomic<bool> stop{false};
+    EXPECT_FALSE(agent.run(stop).ok()) << list;
+  }
+  EXPECT_EQ(cp_.calls(), 0);
 }
 
 // The agent sends its nodes when the server does not hold them (the first

@@ -2,8 +2,10 @@
 // condition with a deadline (never a fixed sleep), process checks.
 #pragma once
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +70,31 @@ inline bool process_gone(int pid) {
   auto st = read_proc_stat(pid);
   return !st || st->state == 'Z' || st->state == 'X';
 }
+
+// A port on 127.0.0.1 where nothing listens: bound, never listening (a
+// connection is refused at once), and held for the object's life so that
+// no one else takes it.
+class ClosedPort {
+ public:
+  ClosedPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~ClosedPort() { ::close(fd_); }
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
 
 // Reads a pid written by a test command into a file; 0 until it is there.
 inline int read_pid(const std::string& path) {

@@ -12,6 +12,7 @@ using testing::ClosedPort;
 using testing::FakeRequest;
 using testing::FakeResponse;
 using testing::FakeServer;
+using testing::SilentPort;
 
 ApiClient client_for(const std::string& url, std::string lang = "en", std::string token = "tok") {
   ApiClientOptions o;
@@ -20,6 +21,25 @@ ApiClient client_for(const std::string& url, std::string lang = "en", std::strin
   o.accept_language = std::move(lang);
   o.timeout_ms = 10000;
   return ApiClient(o);
+}
+
+// Each move to the next server, as "from -> to".
+struct Failovers {
+  std::vector<std::string> moves;
+  ApiClient client(const std::string& servers, long timeout_ms = 10000) {
+    ApiClientOptions o;
+    o.server = servers;
+    o.token = "tok";
+    o.timeout_ms = timeout_ms;
+    o.on_failover = [this](const std::string& from, const Error&, const std::string& to) {
+      moves.push_back(from + " -> " + to);
+    };
+    return ApiClient(o);
+  }
+};
+
+FakeServer::Handler answers(int status, std::string body = "{}") {
+  return [status, body](const FakeRequest&) { return FakeResponse{status, body}; };
 }
 
 TEST(ApiClient, SendsTokenAndLanguageAndReturnsTheJsonBody) {
@@ -185,6 +205,138 @@ TEST(ApiClient, StreamOfARefusalPrintsNothingAndReturnsTheError) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, "not_found");
   EXPECT_EQ(got, "");
+}
+
+// ------------------------------------------------------------ server lists
+
+// A GET goes to the listed servers in order until one answers other than
+// with no answer or a 502/503/504; that one serves the next requests.
+TEST(ApiClientFailover, AGetTriesTheServersInOrderAndStaysWithTheOneThatAnswered) {
+  ClosedPort closed;
+  FakeServer unavailable(answers(503, R"({"error":{"code":"not_leader","message":"not the leader"}})"));
+  FakeServer good(answers(200, R"({"user":"alice"})"));
+  Failovers f;
+  ApiClient api = f.client(closed.url() + "," + unavailable.url() + "/, " + good.url());
+  auto who = api.get("/api/v1/whoami");
+  ASSERT_TRUE(who.ok()) << who.error().message;
+  EXPECT_EQ(str_at(*who, "user"), "alice");
+  EXPECT_EQ(f.moves, (std::vector<std::string>{closed.url() + " -> " + unavailable.url(),
+                                               unavailable.url() + " -> " + good.url()}));
+  EXPECT_EQ(unavailable.requests().size(), 1u);
+  EXPECT_EQ(good.last().header("authorization"), "Bearer tok");
+
+  ASSERT_TRUE(api.get("/api/v1/whoami").ok());
+  EXPECT_EQ(good.requests().size(), 2u);
+  EXPECT_EQ(unavailable.requests().size(), 1u) << "the server that answered stays current";
+  EXPECT_EQ(f.moves.size(), 2u);
+}
+
+// Any other answer settles the request, a refusal or a 500 too.
+TEST(ApiClientFailover, AnyOtherAnswerSettlesTheRequest) {
+  for (int status : {401, 404, 409, 500}) {
+    FakeServer first(answers(status, R"({"error":{"code":"no","message":"no"}})"));
+    FakeServer second(answers(200));
+    Failovers f;
+    ApiClient api = f.client(first.url() + "," + second.url());
+    auto answer = api.get("/api/v1/clusters");
+    ASSERT_FALSE(answer.ok()) << status;
+    EXPECT_EQ(answer.error().status, status);
+    EXPECT_TRUE(second.requests().empty()) << status;
+    EXPECT_TRUE(f.moves.empty()) << status;
+  }
+}
+
+// Idempotent requests (GET, PUT, DELETE) go on after a timeout too: the
+// server may have done it, and doing it again changes nothing.
+TEST(ApiClientFailover, IdempotentRequestsGoOnAfterATimeout) {
+  SilentPort silent;
+  FakeServer good(answers(200));
+  Failovers f;
+  ApiClient api = f.client(silent.url() + "," + good.url(), 300);
+  ASSERT_TRUE(api.put("/api/v1/resource-groups/rg-a", json::object{}).ok());
+  EXPECT_EQ(good.last().method, "PUT");
+  EXPECT_EQ(f.moves.size(), 1u);
+}
+
+// A POST or PATCH goes to the next server only when it never left: no
+// connection. After a timeout or a 502/503/504 the first server may have
+// done it, so its failure is the answer.
+TEST(ApiClientFailover, APostGoesOnOnlyWhenItNeverLeft) {
+  FakeServer good(answers(201, R"({"ok":true})"));
+  {
+    ClosedPort closed;
+    Failovers f;
+    ApiClient api = f.client(closed.url() + "," + good.url());
+    ASSERT_TRUE(api.post("/api/v1/tasks/t-1/cancel", json::object{}).ok());
+    ASSERT_TRUE(api.patch("/api/v1/clusters/c/nodes/n", json::object{}).ok());
+    EXPECT_EQ(good.requests().size(), 2u);
+  }
+  {
+    SilentPort silent;
+    Failovers f;
+    ApiClient api = f.client(silent.url() + "," + good.url(), 300);
+    auto answer = api.post("/api/v1/tasks/t-1/cancel", json::object{});
+    ASSERT_FALSE(answer.ok());
+    EXPECT_EQ(answer.error().code, "unreachable");
+    EXPECT_NE(answer.error().message.find(silent.url()), std::string::npos) << answer.error().message;
+    EXPECT_TRUE(f.moves.empty());
+  }
+  {
+    FakeServer unavailable(answers(503, R"({"error":{"code":"store_error","message":"the database is unavailable"}})"));
+    Failovers f;
+    ApiClient api = f.client(unavailable.url() + "," + good.url());
+    auto answer = api.post_text("/api/v1/pipelines", "kind: Pipeline\n", "application/yaml");
+    ASSERT_FALSE(answer.ok());
+    EXPECT_EQ(answer.error().status, 503);
+    EXPECT_TRUE(f.moves.empty());
+  }
+  EXPECT_EQ(good.requests().size(), 2u) << "neither the timed-out POST nor the 503 went on";
+}
+
+// post_idempotent: every server in turn under the same key, then the
+// retry's wait, then every server again.
+TEST(ApiClientFailover, AnIdempotentPostTriesEveryServerBeforeEachWait) {
+  FakeServer first(answers(503, R"({"error":{"code":"store_error","message":"the database is unavailable"}})"));
+  FakeServer second(answers(504, "gateway timeout"));
+  Failovers f;
+  ApiClient api = f.client(first.url() + "," + second.url());
+  std::vector<Millis> slept;
+  RetryPolicy retry;
+  retry.sleep = [&](Millis ms) { slept.push_back(ms); };
+  auto answer = api.post_idempotent("/api/v1/pipelines", "kind: Pipeline\n", "application/yaml", "key-1", retry);
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.error().status, 504) << "the last server's answer";
+  EXPECT_EQ(slept, (std::vector<Millis>{1000, 2000, 4000}));
+  ASSERT_EQ(first.requests().size(), 4u);
+  ASSERT_EQ(second.requests().size(), 4u);
+  for (const auto& r : first.requests()) EXPECT_EQ(r.header("idempotency-key"), "key-1");
+  for (const auto& r : second.requests()) EXPECT_EQ(r.header("idempotency-key"), "key-1");
+  EXPECT_EQ(f.moves.size(), 4u) << "first -> second once per round; each round starts with the first";
+}
+
+TEST(ApiClientFailover, AStreamGoesOnOnlyBeforeItPrintedAnything) {
+  ClosedPort closed;
+  FakeServer good([](const FakeRequest&) { return FakeResponse{200, "line 1\n", "text/plain"}; });
+  Failovers f;
+  ApiClient api = f.client(closed.url() + "," + good.url());
+  std::string got;
+  Status s = api.stream("/api/v1/tasks/t-1/logs", {}, [&](std::string_view c) {
+    got += c;
+    return true;
+  });
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(got, "line 1\n");
+  EXPECT_EQ(f.moves.size(), 1u);
+}
+
+TEST(ApiClientFailover, AMalformedListIsTheErrorOfEveryRequest) {
+  FakeServer good(answers(200));
+  ApiClient api = client_for(good.url() + ",,");
+  auto answer = api.get("/api/v1/whoami");
+  ASSERT_FALSE(answer.ok());
+  EXPECT_EQ(answer.error().code, "invalid_field");
+  EXPECT_NE(answer.error().message.find("entry 2 of the server list"), std::string::npos) << answer.error().message;
+  EXPECT_TRUE(good.requests().empty());
 }
 
 // ------------------------------------------------------------- StreamGate

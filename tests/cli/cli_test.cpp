@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -23,6 +24,13 @@ using testing::FakeServer;
 using testing::TempDir;
 
 constexpr Millis kNow = 1'767'225'600'000;  // 2026-01-01T00:00:00Z
+
+std::string slurp_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // Canned answers by "METHOD /path"; anything else is a 404 error object.
 class Routes {
@@ -79,6 +87,9 @@ class CliTest : public ::testing::Test {
 const char* kTasksPage = R"({"items":[{"id":"t-1","name":"train","state":"Queued","project_group":"pb",
   "resource_group":"rg-b","created_at":1767225540000,
   "reasons":[{"code":"quota_exceeded","message":"no GPU free","message_zh":"没有空闲 GPU"}]}],"next_cursor":""})";
+
+const char* kSubmitted =
+    R"({"pipeline":{"id":"p-1","name":"ft"},"tasks":[{"id":"t-1","name":"prepare","state":"Queued"}]})";
 
 TEST_F(CliTest, TasksLsPrintsATable) {
   FakeServer server(Routes().on("GET /api/v1/tasks", {200, kTasksPage}).handler());
@@ -141,6 +152,110 @@ TEST_F(CliTest, AnUnreachableServerExitsOneWithAClearMessage) {
   use_server(closed.url());
   EXPECT_EQ(run({"clusters", "ls"}), 1);
   EXPECT_NE(err().find("cannot reach " + closed.url()), std::string::npos) << err();
+}
+
+// --server (or CUBEPLANE_SERVER, or the saved login) may list several
+// servers: one that does not answer is passed over, and stderr says so.
+TEST_F(CliTest, AServerListPassesOverOneThatDoesNotAnswerAndSaysSo) {
+  ClosedPort closed;
+  FakeServer server(Routes().on("GET /api/v1/tasks", {200, kTasksPage}).handler());
+  use_server(closed.url() + "," + server.url());
+  EXPECT_EQ(run({"tasks", "ls"}), 0) << err();
+  EXPECT_NE(out().find("t-1"), std::string::npos) << out();
+  EXPECT_NE(err().find("server " + closed.url() + " did not answer (cannot reach " + closed.url()), std::string::npos)
+      << err();
+  EXPECT_NE(err().find("; trying " + server.url() + "\n"), std::string::npos) << err();
+
+  EXPECT_EQ(run({"--lang", "zh", "--server", closed.url() + ", " + server.url() + "/", "tasks", "ls"}), 0) << err();
+  EXPECT_NE(err().find("服务器 " + closed.url() + " 没有应答"), std::string::npos) << err();
+  EXPECT_NE(err().find("；改试 " + server.url()), std::string::npos) << err();
+}
+
+// Submit under a list: the next server gets the same bytes under the same
+// Idempotency-Key at once; the waits come only after every server failed.
+TEST_F(CliTest, SubmitGoesToTheNextServerUnderTheSameKey) {
+  FakeServer failing_over([](const FakeRequest&) {
+    return FakeResponse{503, R"({"error":{"code":"not_leader","message":"this server is not the leader"}})"};
+  });
+  FakeServer leader(Routes().on("POST /api/v1/pipelines", {201, kSubmitted}).handler());
+  use_server(failing_over.url() + "," + leader.url());
+  in_.str("kind: Pipeline\n");
+  EXPECT_EQ(run({"submit", "-f", "-"}), 0) << err();
+  ASSERT_EQ(failing_over.requests().size(), 1u);
+  ASSERT_EQ(leader.requests().size(), 1u);
+  EXPECT_EQ(leader.last().header("idempotency-key"), failing_over.last().header("idempotency-key"));
+  EXPECT_EQ(leader.last().body, "kind: Pipeline\n");
+  EXPECT_TRUE(slept_.empty());
+  EXPECT_NE(err().find("did not answer (this server is not the leader); trying " + leader.url()), std::string::npos)
+      << err();
+  EXPECT_EQ(out(), "pipeline p-1 (ft) submitted\nTASK ID   NAME      STATE\nt-1       prepare   Queued\n");
+}
+
+TEST_F(CliTest, SubmitRetriesTheWholeListUnderOneKey) {
+  ClosedPort closed;
+  FakeServer gateway([](const FakeRequest&) { return FakeResponse{502, "bad gateway", "text/plain"}; });
+  use_server(closed.url() + "," + gateway.url());
+  in_.str("kind: Pipeline\n");
+  EXPECT_EQ(run({"submit", "-f", "-"}), 1);
+  EXPECT_EQ(slept_, (std::vector<Millis>{1000, 2000, 4000}));
+  auto requests = gateway.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  for (const auto& r : requests) EXPECT_EQ(r.header("idempotency-key"), requests[0].header("idempotency-key"));
+  EXPECT_NE(err().find("trying again in 4s with the same idempotency key (attempt 4)"), std::string::npos) << err();
+}
+
+// A POST that may have been done is not sent again elsewhere: after a 503
+// the cancel's answer is the 503.
+TEST_F(CliTest, APostIsNotSentToTheNextServerAfterAnAnswer) {
+  FakeServer unavailable([](const FakeRequest&) {
+    return FakeResponse{503, R"({"error":{"code":"store_error","message":"the database is unavailable"}})"};
+  });
+  FakeServer other(
+      Routes().on("POST /api/v1/tasks/t-1/cancel", {200, R"({"id":"t-1","state":"Cancelled"})"}).handler());
+  use_server(unavailable.url() + "," + other.url());
+  EXPECT_EQ(run({"tasks", "cancel", "t-1"}), 1);
+  EXPECT_TRUE(other.requests().empty());
+  EXPECT_NE(err().find("the database is unavailable"), std::string::npos) << err();
+}
+
+// A malformed server list, from wherever it comes, is a usage error (2)
+// naming the entry, before any request.
+TEST_F(CliTest, AMalformedServerListExitsTwoNamingTheEntry) {
+  FakeServer server(Routes().on("GET /api/v1/tasks", {200, kTasksPage}).handler());
+  use_server(server.url() + ",,");
+  EXPECT_EQ(run({"tasks", "ls"}), 2);
+  EXPECT_EQ(err(), "error: server: entry 2 of the server list \"" + server.url() + ",,\" is empty\n");
+  EXPECT_EQ(run({"--lang", "zh", "tasks", "ls"}), 2);
+  EXPECT_EQ(err(), "错误：server：服务器列表 \"" + server.url() + ",,\" 的第 2 项为空\n");
+  EXPECT_EQ(run({"--server", server.url() + ",cp.example:8080", "clusters", "ls"}), 2);
+  EXPECT_NE(err().find("\"cp.example:8080\" is not a server URL: it must start with http:// or https://"),
+            std::string::npos)
+      << err();
+  EXPECT_EQ(run({"--server", server.url() + "," + server.url() + "/", "tasks", "ls"}), 2);
+  EXPECT_NE(err().find("listed twice"), std::string::npos) << err();
+  in_.str("kind: Pipeline\n");
+  EXPECT_EQ(run({"--server", "http://", "submit", "-f", "-"}), 2);
+  EXPECT_NE(err().find("it names no host"), std::string::npos) << err();
+  EXPECT_EQ(run({"login", "--server", "http://a:1,,", "--token", "t"}), 2);
+  EXPECT_TRUE(server.requests().empty());
+}
+
+// login saves the list; later commands use it with the saved token, also
+// for a --server naming some of the saved servers, and never for another.
+TEST_F(CliTest, LoginWithAServerListSavesItAndItsToken) {
+  ClosedPort closed;
+  FakeServer server(Routes().on("GET /api/v1/whoami", {200, R"({"user":"alice","role":"admin"})"}).handler());
+  env_.erase("CUBEPLANE_TOKEN");
+  const std::string list = closed.url() + ", " + server.url() + "/";
+  EXPECT_EQ(run({"login", "--server", list, "--token", "cpt_1"}), 0) << err();
+  EXPECT_NE(out().find("Logged in to " + closed.url() + "," + server.url() + " as alice"), std::string::npos) << out();
+  EXPECT_NE(slurp_file(config_file()).find(closed.url() + "," + server.url()), std::string::npos);
+
+  EXPECT_EQ(run({"users", "ls"}), 1);  // no such route on the fake: a refusal, but from the second server
+  EXPECT_EQ(server.last().path, "/api/v1/users");
+  EXPECT_EQ(server.last().header("authorization"), "Bearer cpt_1");
+  EXPECT_EQ(run({"--server", server.url(), "users", "ls"}), 1);
+  EXPECT_EQ(server.last().header("authorization"), "Bearer cpt_1");
 }
 
 TEST_F(CliTest, UsageErrorsExitTwo) {
@@ -216,9 +331,6 @@ TEST_F(CliTest, SubmitSendsTheYamlFromStdinAndPrintsTheIds) {
   EXPECT_EQ(server.last().body, "apiVersion: cubeplane/v1\nkind: Pipeline\n");
   EXPECT_EQ(out(), "pipeline p-1 (ft) submitted\nTASK ID   NAME      STATE\nt-1       prepare   Queued\n");
 }
-
-const char* kSubmitted =
-    R"({"pipeline":{"id":"p-1","name":"ft"},"tasks":[{"id":"t-1","name":"prepare","state":"Queued"}]})";
 
 TEST_F(CliTest, SubmitRetriesA502503Or504UnderTheSameKeyAndSaysSo) {
   // A gateway's or a failing-over server's answer settles nothing: the same

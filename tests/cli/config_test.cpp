@@ -138,6 +138,20 @@ TEST(Resolution, TheSavedTokenGoesOnlyToTheSavedServer) {
   EXPECT_EQ(resolve_connection(s).token, "saved-token");
 }
 
+TEST(Resolution, TheSavedTokenGoesToAnyOfTheSavedServers) {
+  // A saved list: the token goes with it, or with some of its servers.
+  ConnectionSources s;
+  s.saved = {"http://a:8080/, http://b:8080", "saved-token"};
+  EXPECT_EQ(resolve_connection(s).server, "http://a:8080,http://b:8080");
+  EXPECT_EQ(resolve_connection(s).token, "saved-token");
+  s.flag_server = "http://b:8080/";
+  EXPECT_EQ(resolve_connection(s).token, "saved-token");
+  s.flag_server = "http://b:8080,http://a:8080";
+  EXPECT_EQ(resolve_connection(s).token, "saved-token");
+  s.flag_server = "http://b:8080,http://c:8080";
+  EXPECT_EQ(resolve_connection(s).token, "") << "c was not saved";
+}
+
 TEST(Resolution, TrailingSlashesAreDropped) {
   ConnectionSources s;
   s.flag_server = "http://h:8080//";

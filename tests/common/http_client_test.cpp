@@ -76,5 +76,41 @@ TEST(HttpClient, AReadyWakeDescriptorAsksShouldAbortAtOnce) {
   ::close(pipe_fds[1]);
 }
 
+// A transport failure says whether the request may have left: not when no
+// connection was made (a POST may then go to another server), yes when it
+// was sent and the answer timed out (the server may have done it).
+TEST(HttpClient, AFailureSaysWhetherTheRequestMayHaveBeenSent) {
+  HttpClient http;
+  HttpRequestOptions opts;
+  opts.timeout_ms = 300;
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);  // bound, not listening: refused
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    auto r = http.request("POST", "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/x", "{}",
+                          "application/json", opts);
+    ::close(fd);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, "unreachable");
+    EXPECT_EQ(r.error().details.at("request_sent"), false);
+  }
+  {
+    auto r = http.request("POST", "http://no-such-host.invalid/x", "{}", "application/json", opts);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().details.at("request_sent"), false) << r.error().message;
+  }
+  {
+    SilentServer server;
+    auto r = http.request("POST", server.url(), "{}", "application/json", opts);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, "unreachable");
+    EXPECT_EQ(r.error().details.at("request_sent"), true) << r.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace cp
