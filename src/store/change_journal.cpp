@@ -51,4 +51,10 @@ void ChangeJournal::forget(std::uint64_t writer) {
   });
 }
 
+void ChangeJournal::lost_track() {
+  std::lock_guard lock(mu_);
+  ++last_;
+  dropped_ = true;
+}
+
 }  // namespace cp

@@ -31,6 +31,9 @@ struct ChangedRows {
   // Non-zero: the writer that will apply these rows to the consumer's copy
   // itself (Tx::keep_written), and may forget() them once it has.
   std::uint64_t writer = 0;
+  // The clusters of the attempts above (each once): who a change may wake
+  // (a long-poll parked on another server). Not kept by the journal.
+  std::vector<std::string> clusters;
   bool empty() const { return tasks.empty() && attempts.empty(); }
   std::size_t size() const { return tasks.size() + attempts.size(); }
 };
@@ -57,6 +60,10 @@ class ChangeJournal {
   // which take() reports anyway). Entries of other writers that name the
   // same rows stay, and make the consumer read those rows again.
   void forget(std::uint64_t writer);
+  // Something may have been written that nobody published (the feed of
+  // other processes' writes was cut): the next take() reports incomplete,
+  // and its consumer reads everything again.
+  void lost_track();
 
  private:
   struct Entry {

@@ -8,6 +8,7 @@
 // (sqlite/, postgres/) pass one conformance suite (tests/store).
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -406,6 +407,9 @@ class Tx {
   }
   void noted_attempt(const Attempt& a) {
     changed_.attempts.push_back(a.id);
+    if (std::find(changed_.clusters.begin(), changed_.clusters.end(), a.cluster_id) == changed_.clusters.end()) {
+      changed_.clusters.push_back(a.cluster_id);
+    }
     if (kept_ != nullptr) kept_->attempts.push_back(a);
   }
   void noted_deleted_task(const std::string& id) {
@@ -451,6 +455,15 @@ class Store {
   // The ids of task and attempt rows each committed write() changed, or
   // nullptr for a store that does not say (its readers then read everything).
   virtual ChangeJournal* changes() { return nullptr; }
+  // Several servers on one store (PostgreSQL): from now on, the task and
+  // attempt ids that other processes' writes change go to changes() once
+  // committed, and `heard` is told of them (on a thread of the store's
+  // own), so that a submit on one server wakes the scheduler of another.
+  // While the feed is cut, changes() reports ids lost (its reader reads
+  // everything again). A store that only one process may use (SQLite,
+  // store/server_lock.h) hears nothing: nobody else writes.
+  using ChangesHeard = std::function<void(const ChangedRows&)>;
+  virtual void follow_other_writers(ChangesHeard heard) { (void)heard; }
 };
 
 // Opens a store by URL: sqlite:///abs/path/db, sqlite::memory:, postgresql://... (any libpq URI, plus ?pool=N)

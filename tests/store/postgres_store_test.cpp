@@ -9,7 +9,9 @@
 #include <libpq-fe.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <chrono>
 #include <cstdlib>
 #include <future>
@@ -794,6 +796,70 @@ TEST_F(PostgresTest, ManyHeldWritesGoInPipelinesOfBoundedLength) {
     return {};
   }));
   EXPECT_EQ(page.items.size(), 600u);
+}
+
+TEST(PostgresChangeNotices, SplitUnderTheLimitAndReadBackWithoutTheirOwn) {
+  ChangedRows rows;
+  for (int i = 0; i < 1000; ++i) rows.tasks.push_back("t-" + std::to_string(100000 + i));
+  rows.attempts = {"t-100000.1"};
+  rows.clusters = {"c1"};
+  const auto notices = PostgresStore::change_notices("w-1", rows);
+  ASSERT_GT(notices.size(), 1u);
+  ChangedRows back;
+  for (const auto& n : notices) {
+    EXPECT_LT(n.size(), PostgresStore::kNotifyBytes);
+    EXPECT_TRUE(PostgresStore::parse_change_notice(n, "w-2", back));
+    EXPECT_FALSE(PostgresStore::parse_change_notice(n, "w-1", back)) << "its own writer's";
+  }
+  EXPECT_EQ(back.tasks, rows.tasks);
+  EXPECT_EQ(back.attempts, rows.attempts);
+  EXPECT_EQ(back.clusters, rows.clusters);
+  EXPECT_FALSE(PostgresStore::parse_change_notice("no newline", "w-2", back));
+}
+
+// Two processes on one database (server/beacon.h: several servers): what
+// one commits reaches the other's change journal and wake-up, once and only
+// if it commits; its own writes are not heard twice.
+TEST_F(PostgresTest, AnotherStoresCommitsReachThisOnesJournal) {
+  auto mine = open(2);
+  auto theirs = open(2);
+  ASSERT_NE(mine, nullptr);
+  ASSERT_NE(theirs, nullptr);
+  ASSERT_OK(mine->migrate());
+  std::mutex mu;
+  std::vector<ChangedRows> heard;
+  mine->follow_other_writers([&](const ChangedRows& r) {
+    std::lock_guard lock(mu);
+    heard.push_back(r);
+  });
+  // The feed starts by saying it lost track (nobody listened before).
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return !heard.empty();
+  }));
+  ChangedRows drained;
+  EXPECT_FALSE(mine->changes()->take(mine->changes()->last(), drained)) << "read everything once";
+
+  ASSERT_OK(mine->write([&](Tx& tx) { return tx.insert_task(make_task("t-own", kT0)); }));
+  Status refused = theirs->write([&](Tx& tx) -> Status {
+    CP_TRY(tx.insert_task(make_task("t-rolled-back", kT0)));
+    return errors::conflict("no", "否");
+  });
+  EXPECT_FALSE(refused.ok());
+  ASSERT_OK(theirs->write([&](Tx& tx) { return tx.insert_task(make_task("t-theirs", kT0)); }));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return heard.size() >= 2;
+  }));
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(heard.size(), 2u) << "one notice: the rolled-back write sent none";
+    EXPECT_EQ(heard[1].tasks, std::vector<std::string>{"t-theirs"});
+  }
+  ChangedRows taken;
+  EXPECT_TRUE(mine->changes()->take(mine->changes()->last(), taken));
+  std::sort(taken.tasks.begin(), taken.tasks.end());
+  EXPECT_EQ(taken.tasks, (std::vector<std::string>{"t-own", "t-theirs"})) << "its own once, from its own commit";
 }
 
 TEST_F(PostgresTest, ServersMigratingAtOnceAllSucceed) {

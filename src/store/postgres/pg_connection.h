@@ -90,6 +90,9 @@ class Connection {
   // pending statements and the call that sent them.
   std::uint64_t round_trips() const { return round_trips_; }
 
+  // The libpq connection, for what this class does not wrap (LISTEN's
+  // notifications: PostgresStore::follow_loop).
+  PGconn* raw() { return conn_; }
   // Whether the connection is gone; reconnect() brings it back.
   bool broken() const { return PQstatus(conn_) != CONNECTION_OK; }
   // Reconnects with the same parameters. Prepared statements die with the

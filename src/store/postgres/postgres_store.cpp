@@ -1,10 +1,15 @@
 #include "store/postgres/postgres_store.h"
 
+#include <poll.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <optional>
 #include <thread>
 
+#include "common/ids.h"
+#include "common/log.h"
 #include "store/postgres/postgres_tx.h"
 #include "store/store_error.h"
 
@@ -137,7 +142,128 @@ PostgresStore::PostgresStore(const PostgresOptions& options)
           options.pool_size),
       queue_(options.group_commits > 0
                  ? options.group_commits
-                 : std::max(1, std::min(PostgresOptions::kDefaultGroupCommits, options.pool_size / 2))) {}
+                 : std::max(1, std::min(PostgresOptions::kDefaultGroupCommits, options.pool_size / 2))),
+      origin_(new_id("w", options.clock->now_ms())) {}
+
+PostgresStore::~PostgresStore() {
+  {
+    std::lock_guard lock(follow_mu_);
+    follow_stop_ = true;
+  }
+  follow_cv_.notify_all();
+  if (follower_.joinable()) follower_.join();
+}
+
+// ------------------------------------------------- other writers' changes
+//
+// A notice: the writer's origin on the first line, then one line per row,
+// "t <task id>", "a <attempt id>" or "c <cluster id>". Ids hold no spaces
+// or newlines (they are made by new_id, or validated names).
+
+std::vector<std::string> PostgresStore::change_notices(const std::string& origin, const ChangedRows& rows) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto add = [&](char kind, const std::string& id) {
+    if (cur.empty()) cur = origin + "\n";
+    cur += kind;
+    cur += ' ';
+    cur += id;
+    cur += '\n';
+    if (cur.size() >= kNotifyBytes - 300) out.push_back(std::move(cur)), cur.clear();
+  };
+  for (const auto& id : rows.tasks) add('t', id);
+  for (const auto& id : rows.attempts) add('a', id);
+  for (const auto& id : rows.clusters) add('c', id);
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+bool PostgresStore::parse_change_notice(std::string_view notice, const std::string& own_origin, ChangedRows& rows) {
+  const auto first = notice.find('\n');
+  if (first == std::string_view::npos || notice.substr(0, first) == own_origin) return false;
+  std::size_t at = first + 1;
+  while (at < notice.size()) {
+    auto end = notice.find('\n', at);
+    if (end == std::string_view::npos) end = notice.size();
+    const std::string_view line = notice.substr(at, end - at);
+    at = end + 1;
+    if (line.size() < 3 || line[1] != ' ') continue;
+    std::string id(line.substr(2));
+    switch (line[0]) {
+      case 't': rows.tasks.push_back(std::move(id)); break;
+      case 'a': rows.attempts.push_back(std::move(id)); break;
+      case 'c': rows.clusters.push_back(std::move(id)); break;
+      default: break;
+    }
+  }
+  return true;
+}
+
+Status PostgresStore::notify_changes(pg::Connection& conn, const ChangedRows& rows) {
+  for (auto& notice : change_notices(origin_, rows)) {
+    CP_TRY(conn.defer("SELECT pg_notify(?, ?)", {std::string(kChangesChannel), std::move(notice)}));
+  }
+  return {};
+}
+
+void PostgresStore::follow_other_writers(ChangesHeard heard) {
+  std::lock_guard lock(follow_mu_);
+  if (follower_.joinable()) return;
+  heard_ = std::move(heard);
+  follower_ = std::thread([this] { follow_loop(); });
+}
+
+void PostgresStore::follow_loop() {
+  Millis backoff = 100;
+  auto wait = [&](Millis ms) {
+    std::unique_lock lock(follow_mu_);
+    return !follow_cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return follow_stop_; });
+  };
+  auto stopped = [&] {
+    std::lock_guard lock(follow_mu_);
+    return follow_stop_;
+  };
+  bool warned = false;
+  while (!stopped()) {
+    auto conn = pg::Connection::open(options_.conninfo, options_.display);
+    Status listening = conn.ok() ? (*conn)->execute(std::string("LISTEN ") + kChangesChannel) : Status(conn.error());
+    if (!listening.ok()) {
+      if (!warned) spdlog::warn("store: cannot follow other servers' writes: {}", listening.error().message);
+      warned = true;
+      if (!wait(backoff)) return;
+      backoff = std::min<Millis>(backoff * 2, 5000);
+      continue;
+    }
+    if (warned) spdlog::info("store: following other servers' writes again");
+    warned = false;
+    backoff = 100;
+    // Whatever committed while nobody listened is unknown: readers read
+    // everything again, once the LISTEN above is in force.
+    changes_.lost_track();
+    if (heard_) heard_(ChangedRows{});
+    PGconn* raw = (*conn)->raw();
+    while (!stopped()) {
+      pollfd fd{PQsocket(raw), POLLIN, 0};
+      const int ready = ::poll(&fd, 1, 200);
+      if (ready < 0 && errno != EINTR) break;
+      if (PQconsumeInput(raw) == 0 || PQstatus(raw) != CONNECTION_OK) break;
+      ChangedRows heard;
+      while (PGnotify* n = PQnotifies(raw)) {
+        parse_change_notice(n->extra != nullptr ? std::string_view(n->extra) : std::string_view(), origin_, heard);
+        PQfreemem(n);
+      }
+      if (heard.tasks.empty() && heard.attempts.empty() && heard.clusters.empty()) continue;
+      std::sort(heard.clusters.begin(), heard.clusters.end());
+      heard.clusters.erase(std::unique(heard.clusters.begin(), heard.clusters.end()), heard.clusters.end());
+      ChangedRows published;
+      published.tasks = heard.tasks;
+      published.attempts = heard.attempts;
+      changes_.publish(std::move(published));
+      if (heard_) heard_(heard);
+    }
+    if (!stopped()) spdlog::warn("store: lost the connection that follows other servers' writes; reconnecting");
+  }
+}
 
 Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const PostgresOptions& options) {
   CP_CHECK(options.pool_size >= 1, "PostgresOptions::pool_size must be at least 1");
@@ -236,7 +362,13 @@ void PostgresStore::commit_group(const std::vector<WriteQueue::Pending*>& group)
         return store_error(500, "a grouped write failed after writing: the group runs again with savepoints");
       }
     }
-    return {};
+    ChangedRows all;
+    for (auto* w : group) {
+      all.tasks.insert(all.tasks.end(), w->changed.tasks.begin(), w->changed.tasks.end());
+      all.attempts.insert(all.attempts.end(), w->changed.attempts.begin(), w->changed.attempts.end());
+      all.clusters.insert(all.clusters.end(), w->changed.clusters.begin(), w->changed.clusters.end());
+    }
+    return notify_changes(conn, all);
   };
   Ending ending;
   Status committed = transaction(TxKind::write, run_group, &ending);
@@ -267,6 +399,7 @@ Status PostgresStore::run(TxKind kind, const std::function<Status(Tx&)>& body) {
     Status run = body(tx);
     if (run.ok()) run = tx.send_held();  // rows of hold_writes() not sent yet
     ChangedRows noted = tx.take_changed();
+    if (run.ok() && kind == TxKind::write) run = notify_changes(conn, noted);
     changed.tasks.insert(changed.tasks.end(), noted.tasks.begin(), noted.tasks.end());
     changed.attempts.insert(changed.attempts.end(), noted.attempts.begin(), noted.attempts.end());
     if (noted.writer != 0) changed.writer = noted.writer;

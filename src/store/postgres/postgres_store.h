@@ -31,7 +31,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -83,6 +86,18 @@ class PostgresStore final : public Store {
   int schema_version() override;  // -1 if the database cannot be read
   std::string backend() const override { return "postgresql"; }
   ChangeJournal* changes() override { return &changes_; }
+  // Every write that changes tasks or attempts also NOTIFYs their ids on
+  // kChangesChannel (delivered by PostgreSQL only if, and once, it commits,
+  // in commit order). This follows that channel on a connection of its own.
+  void follow_other_writers(ChangesHeard heard) override;
+  ~PostgresStore() override;
+  static constexpr const char* kChangesChannel = "cubeplane_changes";
+  // What one NOTIFY carries at most (PostgreSQL's limit is 8,000 bytes).
+  static constexpr std::size_t kNotifyBytes = 7000;
+  // The NOTIFY payloads for `rows` written by `origin` (tests).
+  static std::vector<std::string> change_notices(const std::string& origin, const ChangedRows& rows);
+  // The rows a notice names; false for another origin's own or a malformed one.
+  static bool parse_change_notice(std::string_view notice, const std::string& own_origin, ChangedRows& rows);
 
   pg::Pool::Stats pool_stats() const { return pool_.stats(); }
   // Group commit so far: transactions that ran more than one write(), and
@@ -131,6 +146,9 @@ class PostgresStore final : public Store {
   void commit_group(const std::vector<WriteQueue::Pending*>& group);
   // Runs one migration unless a concurrent migrate() got there first.
   Status apply(const Migration& m);
+  // NOTIFY of what a write transaction changed, sent with its COMMIT.
+  Status notify_changes(pg::Connection& conn, const ChangedRows& rows);
+  void follow_loop();
 
   PostgresOptions options_;
   pg::Pool pool_;
@@ -141,6 +159,13 @@ class PostgresStore final : public Store {
   WriteQueue queue_;
   std::atomic<std::int64_t> groups_{0};
   std::atomic<std::int64_t> grouped_writes_{0};
+  // This process's mark in its notices: its own writes are in changes_ already.
+  const std::string origin_;
+  ChangesHeard heard_;
+  std::mutex follow_mu_;
+  std::condition_variable follow_cv_;
+  bool follow_stop_ = false;
+  std::thread follower_;
 };
 
 }  // namespace cp
