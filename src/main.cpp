@@ -187,7 +187,12 @@ int run_platform(const PlatformOptions& opt) {
   if (!port.ok()) return fail(port.error());
   http.run(s.http_threads);
   // The beacon before the loops: liveness is judged only while it holds.
-  if (auto st = control.start_beacon(cp::new_id("srv", cp::SystemClock::instance().now_ms())); !st.ok()) {
+  // On PostgreSQL several servers may share the store: this one leads once
+  // it wins the term, and serves requests meanwhile (server/beacon.h).
+  const bool shared_store = (*store)->backend() == "postgresql";
+  if (auto st = control.start_beacon(cp::new_id("srv", cp::SystemClock::instance().now_ms()),
+                                     cp::BootTimeClock::instance(), true, shared_store);
+      !st.ok()) {
     return fail(st.error());
   }
   control.start_background();

@@ -7,8 +7,8 @@ namespace {
 
 json::value time_or_null(Millis t) { return t == 0 ? json::value(nullptr) : json::value(format_time(t)); }
 
-// One server for now (DESIGN.md: several on one PostgreSQL is issue 42's
-// next step); the shape already lists them.
+// What this server knows: itself, and the leader the store names (a
+// follower learns it from the leader row, beacon.h).
 json::object control_plane_status(ControlPlane& cp) {
   json::object out;
   out["lease_ttl_s"] = cp.config().lease_ttl_s;
@@ -24,7 +24,7 @@ json::object control_plane_status(ControlPlane& cp) {
   const auto s = b->status();
   const auto& t = b->timing();
   json::object me{{"id", s.server_id},
-                   {"leader", !s.deposed},
+                   {"leader", s.leading},
                    {"term", s.term},
                    {"leading_since", time_or_null(s.leading_since)},
                    {"judging", s.judging_since != 0},
@@ -33,8 +33,8 @@ json::object control_plane_status(ControlPlane& cp) {
                    {"beacon_seq", s.seq},
                    {"witness", s.witness}};
   out["servers"] = json::array{me};
-  out["leader"] = s.deposed ? json::value(nullptr) : json::value(s.server_id);
-  out["term"] = s.term;
+  out["leader"] = s.leader.empty() ? json::value(nullptr) : json::value(s.leader);
+  out["term"] = s.leader_term;
   out["judging"] = s.judging_since != 0;
   out["lost_after_ms"] = t.lost_after;
   out["beacon_period_ms"] = t.period;

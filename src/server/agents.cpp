@@ -483,7 +483,7 @@ void ControlPlane::fill_witness(SyncResponse& resp) {
   if (!beacon_) return;
   resp.beacon_url = beacon_->read_url();
   if (resp.beacon_url.empty()) return;
-  const BeaconMark mark = beacon_->latest();
+  const BeaconMark mark = beacon_->named_mark();
   resp.beacon_term = mark.term;
   resp.beacon_seq = mark.seq;
   resp.beacon_window_ms = beacon_->timing().window;

@@ -13,14 +13,30 @@ constexpr const char* kLeaderMeta = "leader";
 constexpr Millis kRoundTrips = 1000;      // two agent round trips, as DESIGN.md budgets them
 constexpr Millis kUrlRefreshMs = 86'400'000;  // read URLs are made for 7 days, again after one
 
+// The store's meta `leader` row: {term, server, seq, renewed_at}; server
+// "" once its leader resigned.
+struct LeaderRow {
+  std::int64_t term = 0;
+  std::int64_t seq = 0;
+  std::string server;
+};
+
+LeaderRow parse_leader(const std::optional<std::string>& held) {
+  LeaderRow row;
+  if (!held) return row;
+  auto v = parse_json(*held, 4);
+  if (!v.ok() || !v->is_object()) return row;
+  const auto& o = v->as_object();
+  if (auto* t = o.if_contains("term"); t && t->is_int64()) row.term = t->as_int64();
+  if (auto* q = o.if_contains("seq"); q && q->is_int64()) row.seq = q->as_int64();
+  if (auto* srv = o.if_contains("server"); srv && srv->is_string()) row.server = std::string(srv->as_string());
+  return row;
+}
+
 // The term the store's meta `leader` names; 0 when none (or unreadable).
 Result<std::int64_t> stored_term(Tx& tx) {
   CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
-  if (!held) return std::int64_t{0};
-  auto v = parse_json(*held, 4);
-  if (!v.ok() || !v->is_object()) return std::int64_t{0};
-  auto* term = v->as_object().if_contains("term");
-  return term && term->is_int64() ? term->as_int64() : 0;
+  return parse_leader(held).term;
 }
 
 }  // namespace
@@ -49,38 +65,76 @@ Result<FenceTiming> fence_timing(const ServerConfig& config) {
 }
 
 BeaconChain::BeaconChain(Store& store, ObjectStore& objects, const Clock& clock, const Clock& mono, FenceTiming timing,
-                         std::string server_id)
-    : store_(store), objects_(objects), clock_(clock), mono_(mono), timing_(timing), server_id_(std::move(server_id)) {}
+                         std::string server_id, bool shared)
+    : store_(store),
+      objects_(objects),
+      clock_(clock),
+      mono_(mono),
+      timing_(timing),
+      server_id_(std::move(server_id)),
+      shared_(shared) {}
 
 BeaconChain::~BeaconChain() { stop(); }
 
-Status BeaconChain::renew_term(std::int64_t term, bool take) {
-  return store_.write([&](Tx& tx) -> Status {
-    CP_ASSIGN(const std::int64_t stored, stored_term(tx));
-    if (take) {
-      term = stored + 1;
+Status BeaconChain::renew_term(std::int64_t term, std::int64_t seq, Take take, const std::string& seen) {
+  std::int64_t taken = 0;
+  CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
+    const std::int64_t stored = parse_leader(held).term;
+    if (take == Take::if_unchanged && held.value_or("") != seen) {
+      return errors::conflict("the leader row changed", "领导者记录已变化");
+    }
+    std::int64_t writing = term, writing_seq = seq;
+    if (take != Take::renew) {
+      writing = taken = stored + 1;
+      writing_seq = 0;
     } else if (stored != term) {
       deposed_ = true;
       return errors::conflict("term " + std::to_string(term) + " was superseded by term " + std::to_string(stored),
                               "任期 " + std::to_string(term) + " 已被任期 " + std::to_string(stored) + " 取代");
     }
     json::object o;
-    o["term"] = term;
+    o["term"] = writing;
     o["server"] = server_id_;
+    o["seq"] = writing_seq;
     o["renewed_at"] = clock_.now_ms();
-    CP_TRY(tx.set_meta(kLeaderMeta, dump(o)));
-    if (take) {
-      std::lock_guard lock(mu_);
-      term_ = term;
-      seq_ = 0;
-      leading_since_ = clock_.now_ms();
-    }
-    return {};
-  });
+    return tx.set_meta(kLeaderMeta, dump(o));
+  }));
+  if (take != Take::renew) {
+    // Committed: the term is ours (state set only now, never for a
+    // transaction that rolled back).
+    std::lock_guard lock(mu_);
+    term_ = taken;
+    seq_ = 0;
+    alive_ = false;
+    leading_since_ = clock_.now_ms();
+    deposed_ = false;
+    term_held_ = true;
+  }
+  return {};
 }
 
 Status BeaconChain::begin() {
-  CP_TRY(renew_term(0, true));
+  if (shared_) {
+    // Followers write no beacon; that the witness takes writes is checked
+    // with a mark of this server's own.
+    json::object o;
+    o["server"] = server_id_;
+    o["started_at"] = clock_.now_ms();
+    if (auto put = objects_.put("control-plane/servers/" + server_id_, dump(o)); !put.ok()) {
+      return errors::unavailable("the object store " + objects_.url() + " refuses writes: " + put.error().message,
+                                 "对象存储 " + objects_.url() + " 拒绝写入：" + put.error().message);
+    }
+    CP_TRY(store_.read([&](Tx& tx) -> Status {
+      CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
+      (void)held;
+      return {};
+    }));
+    if (follow()) return {};
+    spdlog::info("control plane: following; the store names {} as leader (term {})", latest_leader(), leader_mark_.term);
+    return {};
+  }
+  CP_TRY(renew_term(0, 0, Take::next));
   if (!round()) {
     std::lock_guard lock(mu_);
     return errors::unavailable("the control plane cannot keep its beacon: " + broken_why_,
@@ -89,6 +143,96 @@ Status BeaconChain::begin() {
   spdlog::info("control plane: term {}, beacon {} every {} ms (deadline {} ms)", latest().term, objects_.url(),
                timing_.period, timing_.deadline);
   return {};
+}
+
+bool BeaconChain::follow() {
+  if (leading()) return false;
+  std::optional<std::string> held;
+  if (!store_.read([&](Tx& tx) -> Status {
+         CP_ASSIGN(held, tx.get_meta(kLeaderMeta));
+         return {};
+       }).ok()) {
+    // Time it could not look does not count as the leader's silence: the
+    // store was away for everyone (the leader could not renew either).
+    std::lock_guard lock(mu_);
+    seen_row_.clear();
+    return false;
+  }
+  const std::string row = held.value_or("");
+  const LeaderRow leader = parse_leader(held);
+  const Millis now = mono_.now_ms();
+  {
+    std::lock_guard lock(mu_);
+    leader_mark_ = {leader.term, leader.seq};
+    leader_ = leader.server;
+    const bool vacant = leader.server.empty();
+    if (row != seen_row_) {
+      seen_row_ = row;
+      seen_since_ = now;
+      if (!vacant) return false;
+    } else if (!vacant && now - seen_since_ < takeover_ms()) {
+      return false;
+    }
+  }
+  if (!renew_term(0, 0, Take::if_unchanged, row).ok()) return false;
+  if (!round()) return false;  // the term stays ours: the next round may hold
+  spdlog::info("control plane: this server leads now (term {}; {} led before{})", latest().term,
+               leader.server.empty() ? std::string("nobody") : leader.server,
+               leader.server.empty() ? "" : ", silent for " + std::to_string(now - seen_since_) + " ms");
+  return true;
+}
+
+void BeaconChain::resign() {
+  stop();
+  std::int64_t term = 0;
+  {
+    std::lock_guard lock(mu_);
+    term = term_;
+  }
+  if (!leading()) return;
+  deposed_ = true;  // no more rounds, no more judging, whatever the store says
+  auto st = store_.write([&](Tx& tx) -> Status {
+    CP_ASSIGN(const std::int64_t stored, stored_term(tx));
+    if (stored != term) return {};
+    json::object o;
+    o["term"] = term;
+    o["server"] = "";
+    o["resigned_by"] = server_id_;
+    return tx.set_meta(kLeaderMeta, dump(o));
+  });
+  if (st.ok()) {
+    spdlog::info("control plane: resigned term {}", term);
+  } else {
+    spdlog::warn("control plane: could not resign term {} ({}); another server takes over after {} ms", term,
+                 st.error().message, takeover_ms());
+  }
+}
+
+Status BeaconChain::check_leader(Tx& tx) const {
+  std::int64_t term = 0;
+  {
+    std::lock_guard lock(mu_);
+    term = term_;
+  }
+  if (!leading()) return errors::conflict("this server does not lead", "本服务器不是领导者");
+  CP_ASSIGN(const std::int64_t stored, stored_term(tx));
+  if (stored != term) {
+    return errors::conflict("term " + std::to_string(term) + " is no longer the store's (" + std::to_string(stored) +
+                                ")",
+                            "任期 " + std::to_string(term) + " 已不是存储中的任期（" + std::to_string(stored) + "）");
+  }
+  return {};
+}
+
+BeaconMark BeaconChain::named_mark() const {
+  std::lock_guard lock(mu_);
+  if (term_held_ && !deposed_) return {term_, seq_};
+  return leader_mark_;
+}
+
+std::string BeaconChain::latest_leader() const {
+  std::lock_guard lock(mu_);
+  return leader_;
 }
 
 bool BeaconChain::round() {
@@ -102,7 +246,7 @@ bool BeaconChain::round() {
   }
   std::string why;
   bool put_tried = false;
-  if (auto st = renew_term(term, false); !st.ok()) {
+  if (auto st = renew_term(term, seq, Take::renew); !st.ok()) {
     why = "renewing the term in the store failed: " + st.error().message;
   } else {
     put_tried = true;
@@ -143,10 +287,16 @@ void BeaconChain::start() {
     std::unique_lock lk(loop_mu_);
     while (!stop_) {
       const Millis started = mono_.now_ms();
+      const bool led = leading();
       lk.unlock();
-      round();
+      if (led) {
+        round();
+        if (deposed_) spdlog::warn("control plane: a newer term took over; this server follows now");
+      } else if (shared_) {
+        follow();
+      }
       lk.lock();
-      const Millis next = started + timing_.period;
+      const Millis next = started + (led || !shared_ ? timing_.period : follow_poll());
       const Millis wait = std::max<Millis>(0, next - mono_.now_ms());
       loop_cv_.wait_for(lk, std::chrono::milliseconds(wait), [this] { return stop_; });
     }
@@ -211,6 +361,9 @@ BeaconStatus BeaconChain::status() const {
   s.leading_since = leading_since_;
   s.deposed = deposed_;
   s.witness = objects_.url();
+  s.leading = term_held_ && !deposed_;
+  s.leader = s.leading ? server_id_ : leader_;
+  s.leader_term = s.leading ? term_ : leader_mark_.term;
   if (holds_locked(mono_.now_ms())) {
     s.judging_since = judging_since_;
   } else if (deposed_) {

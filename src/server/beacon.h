@@ -17,8 +17,20 @@
 // saw the seq move. J is on `clock` (the server's, which also dates
 // last_contact); deadlines are on `mono` (this process's, never across
 // machines).
+//
+// Several servers on one store (PostgreSQL): the chain is also the
+// leadership. The store's meta `leader` row names the term, its server and
+// the seq of its round; the leader rewrites it every round. A server that
+// does not lead follows that row: when it stood still for takeover_ms on
+// this server's own clock (no timestamp read from another machine), or
+// names nobody (its leader resigned), the follower takes the next term in a
+// transaction that finds the row as it last saw it. Write transactions are
+// SERIALIZABLE, so a leader-only write that read the old term and the
+// takeover cannot both commit out of order: a deposed leader's late plan
+// fails its term check (check_leader) and changes nothing.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -63,26 +75,54 @@ struct BeaconStatus {
   std::string not_judging;   // why, while it does not
   bool deposed = false;
   std::string witness;  // the object store's URL
+  bool leading = false;
+  std::string leader;  // the server the store names as leader ("" = none)
+  std::int64_t leader_term = 0;
 };
 
 class BeaconChain {
  public:
+  // `shared`: other servers may share the store (PostgreSQL), so this one
+  // leads only once it won a term (follow()); else begin() takes the next
+  // term at once (SQLite: one server per store, store/server_lock.h).
   BeaconChain(Store& store, ObjectStore& objects, const Clock& clock, const Clock& mono, FenceTiming timing,
-              std::string server_id);
+              std::string server_id, bool shared = false);
   ~BeaconChain();
   BeaconChain(const BeaconChain&) = delete;
   BeaconChain& operator=(const BeaconChain&) = delete;
 
-  // Takes the next term (store meta "leader") and makes the first round.
-  // An error when the store or the witness cannot be written: the server
-  // must not start judging then (main.cpp refuses to start).
+  // Takes the next term (store meta "leader") and makes the first round;
+  // shared: writes this server's mark to the witness, then follows once
+  // (leading at once if nobody leads). An error when the store or the
+  // witness cannot be written: the server must not start (main.cpp).
   Status begin();
   // One round; false when it broke the chain.
   bool round();
-  // begin() done, then a round every G until stop().
+  // One look at the leader row by a server that does not lead; true when
+  // it took the term (and made its first round).
+  bool follow();
+  // begin() done, then a round every G while leading, a follow() every
+  // follow_poll() while not, until stop().
   void start();
   void stop();
+  // On a clean stop: the row says that nobody leads, so that a follower
+  // takes over at once instead of after takeover_ms. This chain leads no
+  // more.
+  void resign();
 
+  // Whether this server holds the store's term (as of its last round).
+  bool leading() const { return term_held_.load() && !deposed_.load(); }
+  // Inside a leader-only write transaction (a scheduling cycle's apply):
+  // the store still names this server's term. Else an error, and the
+  // transaction rolls back.
+  Status check_leader(Tx& tx) const;
+  Millis takeover_ms() const { return std::max<Millis>(1000, 2 * timing_.period); }
+  Millis follow_poll() const { return std::max<Millis>(100, timing_.period / 4); }
+  // The mark a sync answer names: this chain's latest while it leads, else
+  // the leader's as its row last said.
+  BeaconMark named_mark() const;
+  // The server the leader row named at the last follow() ("" = nobody).
+  std::string latest_leader() const;
   // J while the chain holds now; 0 when it does not (never counts silence).
   Millis judging_since() const;
   // Inside a transaction that declares clusters silent: the store still
@@ -104,7 +144,10 @@ class BeaconChain {
   bool deposed() const { return deposed_.load(); }
 
  private:
-  Status renew_term(std::int64_t term, bool take);
+  enum class Take { renew, next, if_unchanged };
+  // In one transaction: renew `term` (must still be the store's), or take
+  // the next one (if_unchanged: only if the row is still `seen`).
+  Status renew_term(std::int64_t term, std::int64_t seq, Take take, const std::string& seen = {});
   bool holds_locked(Millis mono_now) const;
   void break_locked(const std::string& why);  // under mu_: stop judging, say why once
 
@@ -114,8 +157,15 @@ class BeaconChain {
   const Clock& mono_;
   const FenceTiming timing_;
   const std::string server_id_;
+  const bool shared_;
 
   mutable std::mutex mu_;
+  std::atomic<bool> term_held_{false};
+  // follow(): the leader row as last read, and since when (mono) it reads so.
+  std::string seen_row_;
+  Millis seen_since_ = 0;
+  BeaconMark leader_mark_;
+  std::string leader_;
   std::int64_t term_ = 0;
   std::int64_t seq_ = 0;
   bool alive_ = false;        // the chain holds as of the last round

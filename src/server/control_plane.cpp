@@ -265,6 +265,7 @@ void ControlPlane::start_background(std::int64_t idle_ms) {
       }
       if (loop_stop_) break;
       const auto started = Steady::now();
+      if (!leads()) continue;  // a follower serves requests; the leader's loops wait for its term
       if (auto st = check_liveness(); !st.ok()) spdlog::warn("liveness check: {}", st.error().to_string());
       if (auto st = schedule_once(); !st.ok()) spdlog::warn("scheduling cycle: {}", st.error().to_string());
       last_end = Steady::now();
@@ -277,12 +278,14 @@ void ControlPlane::start_background(std::int64_t idle_ms) {
     using Steady = std::chrono::steady_clock;
     Steady::time_point next_sample{};
     while (!loop_stop_) {
-      if (Steady::now() >= next_sample) {
+      if (leads() && Steady::now() >= next_sample) {
         if (auto st = sample_fleet(); !st.ok()) spdlog::warn("fleet sample: {}", st.error().to_string());
         next_sample = Steady::now() + std::chrono::seconds(std::max<std::int64_t>(1, config_.sample_interval_s));
       }
-      if (auto st = evaluate_alerts(); !st.ok()) spdlog::warn("alert rules: {}", st.error().to_string());
-      if (auto st = deliver_alerts(); !st.ok()) spdlog::warn("alert delivery: {}", st.error().to_string());
+      if (leads()) {
+        if (auto st = evaluate_alerts(); !st.ok()) spdlog::warn("alert rules: {}", st.error().to_string());
+        if (auto st = deliver_alerts(); !st.ok()) spdlog::warn("alert delivery: {}", st.error().to_string());
+      }
       std::unique_lock lock(loop_mu_);
       retention_cv_.wait_for(lock, std::chrono::seconds(std::max<std::int64_t>(1, config_.alert_interval_s)),
                              [&] { return loop_stop_.load(); });
@@ -290,6 +293,12 @@ void ControlPlane::start_background(std::int64_t idle_ms) {
   });
   retention_ = std::thread([this] {
     while (!loop_stop_) {
+      // A follower looks again within a few seconds: it may lead by then.
+      if (!leads()) {
+        std::unique_lock lock(loop_mu_);
+        retention_cv_.wait_for(lock, std::chrono::seconds(5), [&] { return loop_stop_.load(); });
+        continue;
+      }
       auto pass = run_retention();
       if (!pass.ok()) spdlog::warn("retention: {}", pass.error().to_string());
       // A full batch means more is waiting: go on after a breath, so that
@@ -400,14 +409,17 @@ Result<ControlPlane::RetentionPass> ControlPlane::run_retention() {
   return pass;
 }
 
-Status ControlPlane::start_beacon(const std::string& server_id, const Clock& mono, bool run_rounds) {
+Status ControlPlane::start_beacon(const std::string& server_id, const Clock& mono, bool run_rounds, bool shared) {
   CP_CHECK(beacon_ == nullptr, "start_beacon runs once");
   CP_ASSIGN(auto timing, fence_timing(config_));
   if (timing.lost_after > config_.lost_after_s * 1000) {
     spdlog::warn("lost_after_s {} is under lease + beacon window + margin: a silent cluster is judged after {} ms",
                  config_.lost_after_s, timing.lost_after);
   }
-  auto chain = std::make_unique<BeaconChain>(store_, objects_, clock_, mono, timing, server_id);
+  auto chain = std::make_unique<BeaconChain>(store_, objects_, clock_, mono, timing, server_id, shared);
+  // Before the first term: a follower that takes over must know every
+  // write since (its first cycle reads everything anyway).
+  if (shared) store_.follow_other_writers([this](const ChangedRows& rows) { heard_other_writes(rows); });
   CP_TRY(chain->begin());
   if (chain->read_url().empty()) {
     spdlog::warn("the object store {} cannot hand agents a read URL for the beacon: agents fence after every "
@@ -419,8 +431,16 @@ Status ControlPlane::start_beacon(const std::string& server_id, const Clock& mon
   return {};
 }
 
+void ControlPlane::heard_other_writes(const ChangedRows& rows) {
+  // Empty: the feed was cut and is back, anything may have changed.
+  if (rows.empty() || !rows.tasks.empty() || !rows.attempts.empty()) wake_scheduler();
+  for (const auto& c : rows.clusters) cluster_signal(c).notify();
+  if (!rows.attempts.empty()) log_signal_.notify();
+}
+
 void ControlPlane::stop_background() {
-  if (beacon_) beacon_->stop();
+  // A clean stop hands the term over at once (a follower need not wait).
+  if (beacon_) beacon_->resign();
   {
     std::lock_guard lock(loop_mu_);
     loop_stop_ = true;

@@ -339,9 +339,17 @@ class ControlPlane {
   // the beacon to its agent. Without it (the unit tests), silence counts
   // from the server's start and agents have no witness. `run_rounds`
   // false: no thread; the caller runs beacon()->round() (tests).
+  // `shared`: other servers may share the store (PostgreSQL, DESIGN.md
+  // "Planes"): this one serves requests at once but runs the leader's loops
+  // (scheduling, liveness, monitoring, retention) only while it holds the
+  // term (BeaconChain::leading), and follows the other servers' writes
+  // (Store::follow_other_writers) for its live work and its wake-ups.
   Status start_beacon(const std::string& server_id, const Clock& mono = BootTimeClock::instance(),
-                      bool run_rounds = true);
+                      bool run_rounds = true, bool shared = false);
   BeaconChain* beacon() { return beacon_.get(); }
+  // Whether this server runs the leader's loops now: always without a
+  // beacon (one server), else while its chain holds the store's term.
+  bool leads() const { return !beacon_ || beacon_->leading(); }
   void wake_scheduler();
 
   // ------------------------------------------------------- monitoring
@@ -441,6 +449,9 @@ class ControlPlane {
   Millis judging_since_ = 0;
   std::unique_ptr<BeaconChain> beacon_;  // set once, before start_background
   void fill_witness(SyncResponse& resp);
+  // What another server's write changed (Store::follow_other_writers): the
+  // wake-ups its own writes would have made here.
+  void heard_other_writes(const ChangedRows& rows);
   static constexpr Millis kFullLivenessMs = 10'000;
   // Serializes scheduling cycles (the background loop and tests).
   std::mutex schedule_mu_;

@@ -326,7 +326,13 @@ Status ControlPlane::schedule_once() {
     CP_TRY(store_.write([&](Tx& tx) -> Status {
       written.clear();
       if (journal != nullptr) tx.keep_written(&written);
-      return body(tx);
+      CP_TRY(body(tx));
+      // A deposed leader's plan changes nothing (beacon.h). After the body:
+      // its first read takes the transaction's snapshot, which must come
+      // after the journal mark the body takes (LiveWork::mark); where in a
+      // SERIALIZABLE transaction the term is read does not matter.
+      if (beacon_) CP_TRY(beacon_->check_leader(tx));
+      return Status();
     }));
     ++log_times.writes;
     log_times.longest_write_ms =

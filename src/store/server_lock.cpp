@@ -11,23 +11,19 @@
 
 #include "common/log.h"
 
-#include "store/postgres/pg_connection.h"
 #include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cp {
 namespace {
 
-// The advisory lock's key: "cubeplane" in ASCII, in one bigint.
-constexpr std::int64_t kServerLockKey = 0x6375626570'6c616eLL;
-
 Error in_use(const std::string& where) {
   Error e{"store_in_use", 409,
           "another cubeplane server already runs on " + where +
-              ": one server per store (several servers on one PostgreSQL need leader election, not built yet); "
+              ": SQLite takes one server (several servers need PostgreSQL, where they elect a leader); "
               "stop the other one, or give this one its own --store and --data-dir",
           "另一个 cubeplane server 已在使用 " + where +
-              "：每个存储只能有一个 server（多个 server 共用 PostgreSQL 需要领导者选举，尚未实现）；"
+              "：SQLite 只能供一个 server 使用（多个 server 需使用 PostgreSQL，由它们选举领导者）；"
               "请先停止另一个，或为本进程指定独立的 --store 和 --data-dir",
           {}};
   return e;
@@ -40,14 +36,6 @@ class FileLock final : public ServerLock {
 
  private:
   int fd_;
-};
-
-class PgLock final : public ServerLock {
- public:
-  explicit PgLock(std::unique_ptr<pg::Connection> c) : conn_(std::move(c)) {}  // closing drops the lock
-
- private:
-  std::unique_ptr<pg::Connection> conn_;
 };
 
 class NoLock final : public ServerLock {};
@@ -68,11 +56,10 @@ Result<std::unique_ptr<ServerLock>> try_lock(const std::string& store_url) {
     }
     return std::unique_ptr<ServerLock>(new FileLock(fd));
   }
+  // PostgreSQL: several servers share it and elect a leader (server/beacon.h).
   CP_ASSIGN(PostgresOptions options, parse_postgres_url(store_url));
-  CP_ASSIGN(auto conn, pg::Connection::open(options.conninfo, options.display));
-  CP_ASSIGN(auto rows, conn->query("SELECT pg_try_advisory_lock(?)", {pg::SqlValue(kServerLockKey)}));
-  if (rows.size() != 1 || rows.text(0, 0) != "t") return in_use(options.display);
-  return std::unique_ptr<ServerLock>(new PgLock(std::move(conn)));
+  (void)options;
+  return std::unique_ptr<ServerLock>(new NoLock);
 }
 
 }  // namespace

@@ -1,16 +1,16 @@
-// One `cubeplane server` per store, until several can share one (issue 42:
-// a leader elected in PostgreSQL). Two servers on one database would both
-// schedule and both judge liveness, and could start a task twice; so the
-// second refuses to start, with a clear message.
+// One `cubeplane server` per SQLite store. Several servers share a
+// PostgreSQL store and elect a leader there (server/beacon.h); an SQLite
+// database has no such election, and two servers on it would both schedule
+// and both judge liveness, and could start a task twice; so the second
+// refuses to start, with a clear message.
 //
 //   sqlite:///path/db    an exclusive flock(2) on /path/db.server-lock
 //   sqlite::memory:      nothing to share
-//   postgresql://...     pg_try_advisory_lock on a connection of its own,
-//                        held for the life of the process
+//   postgresql://...     nothing to hold (the URL is checked)
 //
-// The kernel drops a flock, and PostgreSQL an advisory lock, when the
-// process dies (kill -9 included), so a restart never waits on its own
-// predecessor. A frozen server keeps its lock: the second is refused.
+// The kernel drops a flock when the process dies (kill -9 included), so a
+// restart never waits on its own predecessor. A frozen server keeps its
+// lock: the second is refused.
 #pragma once
 
 #include <memory>
@@ -26,8 +26,7 @@ class ServerLock {
 };
 
 // Error 409 `store_in_use` (English and Chinese) when another server still
-// holds the store after `wait_ms` (a server killed just now: PostgreSQL
-// ends its session a moment later); 503 when PostgreSQL cannot be reached.
+// holds the SQLite store after `wait_ms`; 400 for a malformed URL.
 Result<std::unique_ptr<ServerLock>> lock_store_for_server(const std::string& store_url, int wait_ms = 10'000);
 
 }  // namespace cp

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "control_plane_fixture.h"
+#include "forwarding_store.h"
 
 namespace cp::testing {
 namespace {
@@ -84,8 +85,9 @@ class FlakyObjects : public ObjectStore {
 
 class BeaconChainTest : public ControlPlaneTest {
  protected:
-  std::unique_ptr<BeaconChain> chain(ObjectStore& objects, const std::string& id) {
-    return std::make_unique<BeaconChain>(*store_, objects, clock_, mono_, *fence_timing(lease_config(6, 6)), id);
+  std::unique_ptr<BeaconChain> chain(ObjectStore& objects, const std::string& id, bool shared = false) {
+    return std::make_unique<BeaconChain>(*store_, objects, clock_, mono_, *fence_timing(lease_config(6, 6)), id,
+                                         shared);
   }
   std::optional<BeaconMark> witnessed() {
     auto body = objects_->get(kBeaconKey);
@@ -165,6 +167,82 @@ TEST_F(BeaconChainTest, NoBeaconNoStart) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("witness is down"), std::string::npos);
   EXPECT_FALSE(st.error().message_zh.empty());
+}
+
+// Several servers on one store: the first leads, the others follow the
+// leader row and take the next term only when it stood still for
+// takeover_ms on their own clock, or names nobody (its leader resigned).
+TEST_F(BeaconChainTest, AFollowerTakesOverOnlyFromASilentLeader) {
+  auto a = chain(*objects_, "s1", true);
+  auto b = chain(*objects_, "s2", true);
+  ASSERT_TRUE(a->begin().ok());
+  EXPECT_TRUE(a->leading()) << "nobody led: the first server takes term 1 at once";
+  ASSERT_TRUE(b->begin().ok());
+  EXPECT_FALSE(b->leading());
+  EXPECT_EQ(b->status().leader, "s1");
+  EXPECT_EQ(b->named_mark().term, 1) << "a follower names the leader's mark to its agents";
+  const Millis takeover = b->takeover_ms();
+  EXPECT_EQ(takeover, 1000);  // 2 G of a 6 s lease, at least 1 s
+  // A leader that keeps renewing is never taken over, however long.
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(tick(*a));
+    EXPECT_FALSE(b->follow());
+  }
+  EXPECT_EQ(b->named_mark().seq, a->latest().seq);
+  // The leader falls silent (killed, frozen): not before takeover_ms.
+  mono_.advance_ms(takeover - 1);
+  EXPECT_FALSE(b->follow());
+  mono_.advance_ms(1);
+  ASSERT_TRUE(b->follow());
+  EXPECT_TRUE(b->leading());
+  EXPECT_EQ(b->latest().term, 2);
+  EXPECT_EQ(witnessed()->term, 2);
+  // The old leader wakes: its round finds the newer term, it follows, and
+  // neither a leader-only write nor a liveness write of it commits.
+  EXPECT_FALSE(tick(*a));
+  EXPECT_FALSE(a->leading());
+  EXPECT_FALSE(store_->write([&](Tx& tx) { return a->check_leader(tx); }).ok());
+  EXPECT_FALSE(store_->write([&](Tx& tx) { return a->check_term(tx); }).ok());
+  EXPECT_TRUE(store_->write([&](Tx& tx) { return b->check_leader(tx); }).ok());
+  EXPECT_EQ(a->status().leader, "");  // it has not looked at the row since
+  EXPECT_FALSE(a->follow());
+  EXPECT_EQ(a->status().leader, "s2");
+}
+
+TEST_F(BeaconChainTest, AResignedTermIsTakenAtOnce) {
+  auto a = chain(*objects_, "s1", true);
+  auto b = chain(*objects_, "s2", true);
+  ASSERT_TRUE(a->begin().ok());
+  ASSERT_TRUE(b->begin().ok());
+  a->resign();
+  EXPECT_FALSE(a->leading());
+  EXPECT_EQ(a->judging_since(), 0);
+  ASSERT_TRUE(b->follow()) << "no takeover wait after a clean stop";
+  EXPECT_EQ(b->latest().term, 2);
+}
+
+TEST_F(BeaconChainTest, TimeTheStoreWasAwayIsNotTheLeadersSilence) {
+  struct FlakyReads : ForwardingStore {
+    using ForwardingStore::ForwardingStore;
+    Status read(const std::function<Status(Tx&)>& body) override {
+      if (fail_reads) return errors::unavailable("the store is away", "存储不可用");
+      return inner_.read(body);
+    }
+    bool fail_reads = false;
+  } flaky(*store_);
+  auto a = chain(*objects_, "s1", true);
+  ASSERT_TRUE(a->begin().ok());
+  auto b = std::make_unique<BeaconChain>(flaky, *objects_, clock_, mono_, *fence_timing(lease_config(6, 6)), "s2",
+                                         true);
+  ASSERT_TRUE(b->begin().ok());
+  flaky.fail_reads = true;  // the leader cannot renew either, meanwhile
+  mono_.advance_ms(5 * b->takeover_ms());
+  EXPECT_FALSE(b->follow());
+  flaky.fail_reads = false;
+  EXPECT_FALSE(b->follow()) << "the first look after the outage starts the count again";
+  ASSERT_TRUE(tick(*a));
+  EXPECT_FALSE(b->follow());
+  EXPECT_TRUE(a->leading());
 }
 
 // The liveness pass with a beacon: silence counts only from J, and nothing
