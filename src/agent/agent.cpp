@@ -639,8 +639,12 @@ Status Agent::run(std::atomic<bool>& stop) {
     maybe_renew();
     Millis wait = 0;
     if (!has_news()) wait = (live_attempts_ || logs_pending_) ? config_.busy_poll_ms : config_.long_poll_ms;
-    // A long-poll must end well before the fence deadline it would otherwise trip.
-    wait = std::min(wait, std::max<Millis>(0, (lease_ttl_ms() - fence_margin_ms()) / 2));
+    // A long-poll must end well before the fence deadline it would otherwise
+    // trip. The lease of one answered sync must last until the next is
+    // answered, which is sent when this one is: two waits and two round
+    // trips within L - m, so a third each (at half, an idle agent's lease
+    // ran out by a few ms at every sync).
+    wait = std::min(wait, std::max<Millis>(0, (lease_ttl_ms() - fence_margin_ms()) / 3));
     auto r = sync(wait, wait > 0);
     if (!r.ok()) {
       if (r.error().code == "aborted") continue;  // stop, or news to report at once
