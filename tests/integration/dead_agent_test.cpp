@@ -443,33 +443,25 @@ TEST(OutageTest, RunningWorkOutlivesPostgresStoppedForTenLeases) {
   if (off != nullptr && std::string(off) == "off") GTEST_SKIP() << "CUBEPLANE_TEST_POSTGRES=off";
   const std::string dir = make_temp_dir("cp-pg-outage");
   ASSERT_FALSE(dir.empty());
-  const std::string script = std::string(CUBEPLANE_SOURCE_DIR) + "/scripts/postgres-test-server.sh";
-  // Beside, not inside, `dir` (0700, root's): PostgreSQL runs as its own user.
-  const std::string pg_dir = make_temp_dir("cp-pg-outage-db");
-  const std::string started = dir + "/pg-url";
-  struct PgCleanup {
-    std::string script, pg_dir;
-    ~PgCleanup() { (void)std::system((script + " stop " + pg_dir + " >/dev/null 2>&1").c_str()); }
-  } pg_cleanup{script, pg_dir};
-  if (std::system((script + " start " + pg_dir + " >" + started + " 2>" + dir + "/pg-start.log").c_str()) != 0) {
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true") FAIL() << "CI=true but no PostgreSQL: " << read_file(dir + "/pg-start.log");
-    GTEST_SKIP() << "no PostgreSQL server to start: " << read_file(dir + "/pg-start.log");
-  }
-  std::string url = read_file(started);
-  while (!url.empty() && (url.back() == '\n' || url.back() == ' ')) url.pop_back();
-  Fleet f(dir, 8, kFleet, {"--store", url});
+  OwnPostgres pg(dir);
   std::string why;
+  const std::string url = pg.start(why);
+  if (url.empty()) {
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true") FAIL() << "CI=true but " << why;
+    GTEST_SKIP() << why;
+  }
+  Fleet f(dir, 8, kFleet, {"--store", url});
   ASSERT_TRUE(f.start({"c1"}, why)) << why;
   const std::string t = f.submit("outlives-pg", 450);  // ~90 s
   ASSERT_EQ(f.running_as(t, 1, 30s), "c1") << f.logs();
   ASSERT_TRUE(f.ticked(t, 1, 5, 20s)) << f.logs();
   const pid_t pid = f.pid_of(t, 1);
 
-  ASSERT_EQ(std::system((script + " pause " + pg_dir).c_str()), 0);
+  ASSERT_TRUE(pg.pause());
   std::this_thread::sleep_for(60s);  // the outage itself: ten leases
   EXPECT_TRUE(process_alive(pid)) << "the task stopped while PostgreSQL was down\n" << f.logs();
-  ASSERT_EQ(std::system((script + " resume " + pg_dir).c_str()), 0);
+  ASSERT_TRUE(pg.resume());
 
   expect_one_unbroken_attempt(f, t, 450, "60 s of PostgreSQL stopped");
 }

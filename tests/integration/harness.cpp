@@ -364,10 +364,11 @@ boost::json::value Platform::cli_json(const std::vector<std::string>& args, cons
   return v;
 }
 
-cp::Result<cp::HttpResponse> Api::call(const std::string& method, const std::string& path,
-                                       const std::string& body) const {
+cp::Result<cp::HttpResponse> Api::call(const std::string& method, const std::string& path, const std::string& body,
+                                       const std::map<std::string, std::string>& headers) const {
   cp::HttpClient client;
   cp::HttpRequestOptions o;
+  o.headers = headers;
   if (!token.empty()) o.headers["Authorization"] = "Bearer " + token;
   o.timeout_ms = timeout_ms;
   return client.request(method, url + path, body, "application/json", o);
@@ -379,6 +380,30 @@ boost::json::value Api::get(const std::string& path) const {
   boost::system::error_code ec;
   auto v = boost::json::parse(r->body, ec);
   return ec ? boost::json::value(nullptr) : v;
+}
+
+std::string OwnPostgres::script() const {
+  return std::string(CUBEPLANE_SOURCE_DIR) + "/scripts/postgres-test-server.sh";
+}
+
+std::string OwnPostgres::start(std::string& why) {
+  pg_dir_ = make_temp_dir("cp-own-pg");
+  const std::string url_file = dir_ + "/pg-url", log = dir_ + "/pg-start.log";
+  if (pg_dir_.empty() ||
+      std::system((script() + " start " + pg_dir_ + " >" + url_file + " 2>" + log).c_str()) != 0) {
+    why = "no PostgreSQL server to start: " + read_file(log);
+    return "";
+  }
+  std::string url = read_file(url_file);
+  while (!url.empty() && (url.back() == '\n' || url.back() == ' ')) url.pop_back();
+  return url;
+}
+
+bool OwnPostgres::pause() { return std::system((script() + " pause " + pg_dir_).c_str()) == 0; }
+bool OwnPostgres::resume() { return std::system((script() + " resume " + pg_dir_).c_str()) == 0; }
+
+OwnPostgres::~OwnPostgres() {
+  if (!pg_dir_.empty()) (void)std::system((script() + " stop " + pg_dir_ + " >/dev/null 2>&1").c_str());
 }
 
 }  // namespace cpit

@@ -142,9 +142,30 @@ struct Api {
   long timeout_ms = 10000;
 
   cp::Result<cp::HttpResponse> call(const std::string& method, const std::string& path,
-                                    const std::string& body = "") const;
+                                    const std::string& body = "",
+                                    const std::map<std::string, std::string>& headers = {}) const;
   // 2xx with a JSON body, else null.
   boost::json::value get(const std::string& path) const;
+};
+
+// A PostgreSQL instance of a test's own (scripts/postgres-test-server.sh),
+// beside `dir` (PostgreSQL runs as its own user), stopped at destruction.
+// start(): its URL, or "" with `why` (a test then fails under CI=true and
+// skips elsewhere).
+class OwnPostgres {
+ public:
+  explicit OwnPostgres(const std::string& dir) : dir_(dir) {}
+  ~OwnPostgres();
+  OwnPostgres(const OwnPostgres&) = delete;
+  OwnPostgres& operator=(const OwnPostgres&) = delete;
+  std::string start(std::string& why);
+  bool pause();   // SIGSTOP: connections hang, as on a frozen database host
+  bool resume();
+
+ private:
+  std::string script() const;
+  std::string dir_;
+  std::string pg_dir_;
 };
 
 }  // namespace cpit
