@@ -166,7 +166,13 @@ int run_platform(const PlatformOptions& opt) {
   auto objects = cp::open_object_store(s.objects);
   if (!objects.ok()) return fail(objects.error());
 
-  cp::ControlPlane control(**store, **objects, cp::SystemClock::instance(), s.control);
+  // Several servers may share a PostgreSQL store: they date agent contacts
+  // and judge silence on its clock, which the beacon chain samples.
+  const bool shared_store = (*store)->backend() == "postgresql";
+  cp::OffsetClock store_clock(cp::SystemClock::instance());
+  cp::ControlPlane control(**store, **objects,
+                           shared_store ? static_cast<const cp::Clock&>(store_clock) : cp::SystemClock::instance(),
+                           s.control);
   auto admin_token = control.ensure_admin_token();
   if (!admin_token.ok()) return fail(admin_token.error());
   std::string token_file = data_dir + "/admin-token";
@@ -189,9 +195,9 @@ int run_platform(const PlatformOptions& opt) {
   // The beacon before the loops: liveness is judged only while it holds.
   // On PostgreSQL several servers may share the store: this one leads once
   // it wins the term, and serves requests meanwhile (server/beacon.h).
-  const bool shared_store = (*store)->backend() == "postgresql";
   if (auto st = control.start_beacon(cp::new_id("srv", cp::SystemClock::instance().now_ms()),
-                                     cp::BootTimeClock::instance(), true, shared_store);
+                                     cp::BootTimeClock::instance(), true, shared_store,
+                                     shared_store ? &store_clock : nullptr);
       !st.ok()) {
     return fail(st.error());
   }

@@ -146,8 +146,14 @@ std::string control_plane_text(const json::value& v) {
   for (const auto& s : o.at("servers").as_array()) {
     const auto& srv = s.as_object();
     const bool judging = srv.at("judging").as_bool();
-    out += "server " + str(srv.if_contains("id")) + (srv.at("leader").as_bool() ? "  leader" : "") + "  term " +
-           str(srv.if_contains("term")) + " since " + str(srv.if_contains("leading_since")) + "\n";
+    if (!srv.at("leader").as_bool()) {
+      // A follower (several servers on one store): it serves, the leader judges.
+      out += "server " + str(srv.if_contains("id")) + "  follower; the store names " + str(o.if_contains("leader")) +
+             " as leader, term " + str(o.if_contains("term")) + "\n";
+      continue;
+    }
+    out += "server " + str(srv.if_contains("id")) + "  leader  term " + str(srv.if_contains("term")) + " since " +
+           str(srv.if_contains("leading_since")) + "\n";
     out += judging ? "  judging liveness since " + str(srv.if_contains("judging_since")) + "\n"
                    : "  NOT judging liveness: " + str(srv.if_contains("not_judging")) + "\n";
     out += "  beacon seq " + str(srv.if_contains("beacon_seq")) + " in " + str(srv.if_contains("witness")) + "\n";

@@ -42,6 +42,33 @@ class SimulatedClock final : public Clock {
   std::atomic<Millis> now_;
 };
 
+// `base` moved by an offset to another clock, set from readings of that
+// clock: the metadata store's, so that several servers on one store date
+// agent contacts and judge silence on one time (DESIGN.md "Fencing and
+// outages": no timestamp crosses machines). Offset 0 until the first
+// sample. A sample whose round trip took longer than kMaxRoundTripMs is
+// ignored (its error would be up to half of it).
+class OffsetClock final : public Clock {
+ public:
+  static constexpr Millis kMaxRoundTripMs = 200;
+  explicit OffsetClock(const Clock& base) : base_(base) {}
+  Millis now_ms() const override { return base_.now_ms() + offset_.load(std::memory_order_relaxed); }
+  const Clock& base() const { return base_; }
+  // `other` read between base readings `before` and `after`.
+  void sample(Millis other, Millis before, Millis after) {
+    if (after < before || after - before > kMaxRoundTripMs) return;
+    offset_.store(other - (before + after) / 2, std::memory_order_relaxed);
+    sampled_.store(true, std::memory_order_relaxed);
+  }
+  Millis offset() const { return offset_.load(std::memory_order_relaxed); }
+  bool sampled() const { return sampled_.load(std::memory_order_relaxed); }
+
+ private:
+  const Clock& base_;
+  std::atomic<Millis> offset_{0};
+  std::atomic<bool> sampled_{false};
+};
+
 // RFC 3339 in UTC with milliseconds ("2026-01-01T00:00:00.000Z"); 0 -> "".
 std::string format_time(Millis t);
 // Parses RFC 3339 ("...Z" or "+08:00") and plain dates ("2026-01-31" = midnight UTC).

@@ -76,9 +76,20 @@ BeaconChain::BeaconChain(Store& store, ObjectStore& objects, const Clock& clock,
 
 BeaconChain::~BeaconChain() { stop(); }
 
+Status BeaconChain::sample_store_clock(Tx& tx) {
+  if (aligned_ == nullptr) return {};
+  const Millis before = aligned_->base().now_ms();
+  auto store_now = tx.store_time_ms();
+  // A store without a clock of its own: this process's is the store's. (On
+  // PostgreSQL a failed statement fails the transaction's next one anyway.)
+  if (store_now.ok()) aligned_->sample(*store_now, before, aligned_->base().now_ms());
+  return {};
+}
+
 Status BeaconChain::renew_term(std::int64_t term, std::int64_t seq, Take take, const std::string& seen) {
   std::int64_t taken = 0;
   CP_TRY(store_.write([&](Tx& tx) -> Status {
+    CP_TRY(sample_store_clock(tx));
     CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
     const std::int64_t stored = parse_leader(held).term;
     if (take == Take::if_unchanged && held.value_or("") != seen) {
@@ -149,6 +160,7 @@ bool BeaconChain::follow() {
   if (leading()) return false;
   std::optional<std::string> held;
   if (!store_.read([&](Tx& tx) -> Status {
+         CP_TRY(sample_store_clock(tx));
          CP_ASSIGN(held, tx.get_meta(kLeaderMeta));
          return {};
        }).ok()) {
@@ -366,6 +378,8 @@ BeaconStatus BeaconChain::status() const {
   s.leader_term = s.leading ? term_ : leader_mark_.term;
   if (holds_locked(mono_.now_ms())) {
     s.judging_since = judging_since_;
+  } else if (shared_ && !s.leading) {
+    s.not_judging = "a follower: the leader judges";
   } else if (deposed_) {
     s.not_judging = "a newer term took over";
   } else if (!broken_why_.empty()) {

@@ -123,6 +123,10 @@ class BeaconChain {
   BeaconMark named_mark() const;
   // The server the leader row named at the last follow() ("" = nobody).
   std::string latest_leader() const;
+  // Several servers: `clock` (the one this chain dates J with, and the
+  // control plane dates contacts with) follows the store's clock, sampled
+  // in every round's and every follow()'s transaction. Before begin().
+  void align(OffsetClock* clock) { aligned_ = clock; }
   // J while the chain holds now; 0 when it does not (never counts silence).
   Millis judging_since() const;
   // Inside a transaction that declares clusters silent: the store still
@@ -158,6 +162,9 @@ class BeaconChain {
   const FenceTiming timing_;
   const std::string server_id_;
   const bool shared_;
+  OffsetClock* aligned_ = nullptr;
+  // In a transaction of the chain's: the store's time against this process's.
+  Status sample_store_clock(Tx& tx);
 
   mutable std::mutex mu_;
   std::atomic<bool> term_held_{false};

@@ -409,7 +409,9 @@ Result<ControlPlane::RetentionPass> ControlPlane::run_retention() {
   return pass;
 }
 
-Status ControlPlane::start_beacon(const std::string& server_id, const Clock& mono, bool run_rounds, bool shared) {
+Status ControlPlane::start_beacon(const std::string& server_id, const Clock& mono, bool run_rounds, bool shared,
+                                  OffsetClock* store_clock) {
+  CP_CHECK(store_clock == nullptr || store_clock == &clock_, "the store clock is the control plane's own");
   CP_CHECK(beacon_ == nullptr, "start_beacon runs once");
   CP_ASSIGN(auto timing, fence_timing(config_));
   if (timing.lost_after > config_.lost_after_s * 1000) {
@@ -417,6 +419,7 @@ Status ControlPlane::start_beacon(const std::string& server_id, const Clock& mon
                  config_.lost_after_s, timing.lost_after);
   }
   auto chain = std::make_unique<BeaconChain>(store_, objects_, clock_, mono, timing, server_id, shared);
+  chain->align(store_clock);
   // Before the first term: a follower that takes over must know every
   // write since (its first cycle reads everything anyway).
   if (shared) store_.follow_other_writers([this](const ChangedRows& rows) { heard_other_writes(rows); });

@@ -344,8 +344,10 @@ class ControlPlane {
   // (scheduling, liveness, monitoring, retention) only while it holds the
   // term (BeaconChain::leading), and follows the other servers' writes
   // (Store::follow_other_writers) for its live work and its wake-ups.
+  // `store_clock`: this control plane's clock, when it is an OffsetClock
+  // that the chain keeps on the store's time (several servers).
   Status start_beacon(const std::string& server_id, const Clock& mono = BootTimeClock::instance(),
-                      bool run_rounds = true, bool shared = false);
+                      bool run_rounds = true, bool shared = false, OffsetClock* store_clock = nullptr);
   BeaconChain* beacon() { return beacon_.get(); }
   // Whether this server runs the leader's loops now: always without a
   // beacon (one server), else while its chain holds the store's term.

@@ -237,6 +237,13 @@ class Tx {
   // save and writes at once.
   virtual void hold_writes() {}
 
+  // The database server's own time now (ms since the epoch), for servers
+  // that share it (common/clock.h, OffsetClock); unsupported where only one
+  // process uses the store (SQLite: the process's clock is the store's).
+  virtual Result<Millis> store_time_ms() {
+    return errors::unavailable("this store has no clock of its own", "该存储没有自己的时钟");
+  }
+
   // Free-form settings (e.g. "admin_token_created").
   virtual Result<std::optional<std::string>> get_meta(const std::string& key) = 0;
   virtual Status set_meta(const std::string& key, const std::string& value) = 0;

@@ -862,6 +862,20 @@ TEST_F(PostgresTest, AnotherStoresCommitsReachThisOnesJournal) {
   EXPECT_EQ(taken.tasks, (std::vector<std::string>{"t-own", "t-theirs"})) << "its own once, from its own commit";
 }
 
+TEST_F(PostgresTest, TheStoreTellsItsOwnTime) {
+  auto store = open(1);
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->migrate());
+  Millis before = SystemClock::instance().now_ms(), at = 0;
+  ASSERT_OK(store->read([&](Tx& tx) -> Status {
+    CP_ASSIGN(at, tx.store_time_ms());
+    return {};
+  }));
+  // The test server runs on this machine: one clock.
+  EXPECT_GE(at, before - 1000);
+  EXPECT_LE(at, SystemClock::instance().now_ms() + 1000);
+}
+
 TEST_F(PostgresTest, ServersMigratingAtOnceAllSucceed) {
   // Several servers starting together against one empty database.
   constexpr int kServers = 4;

@@ -77,6 +77,16 @@ Status PostgresTx::insert_for_cluster(std::string_view sql, const Args& args, st
 
 // --------------------------------------------------------------------- meta
 
+Result<Millis> PostgresTx::store_time_ms() {
+  Millis now = 0;
+  // clock_timestamp(), not now(): the time of this statement, not of BEGIN.
+  CP_TRY(query("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint", {}, [&](const Row& row) -> Status {
+    now = row.int64(0);
+    return {};
+  }));
+  return now;
+}
+
 Result<std::optional<std::string>> PostgresTx::get_meta(const std::string& key) {
   std::optional<std::string> value;
   CP_TRY(query("SELECT value FROM meta WHERE key = ?", {key}, [&](const Row& row) -> Status {

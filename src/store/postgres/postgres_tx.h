@@ -52,6 +52,7 @@ class PostgresTx final : public SqlTx {
       : conn_(conn), writable_(writable), calls_at_begin_(conn.calls()), shared_(shared) {}
 
   Result<std::optional<std::string>> get_meta(const std::string& key) override;
+  Result<Millis> store_time_ms() override;
   Status set_meta(const std::string& key, const std::string& value) override;
 
   Status upsert_user(const User& u) override;
