@@ -136,11 +136,13 @@ Status BeaconChain::begin() {
       return errors::unavailable("the object store " + objects_.url() + " refuses writes: " + put.error().message,
                                  "对象存储 " + objects_.url() + " 拒绝写入：" + put.error().message);
     }
-    CP_TRY(store_.read([&](Tx& tx) -> Status {
-      CP_ASSIGN(auto held, tx.get_meta(kLeaderMeta));
-      (void)held;
-      return {};
-    }));
+    // A follower writes nothing for a while, but must be able to lead:
+    // a store that takes no writes (read-only, a standby) refuses the start.
+    if (auto wrote = store_.write([&](Tx& tx) { return tx.set_meta("servers/last_start", dump(o)); });
+        !wrote.ok()) {
+      return errors::unavailable("the metadata store refuses writes: " + wrote.error().message,
+                                 "元数据存储拒绝写入：" + wrote.error().message);
+    }
     if (follow()) return {};
     spdlog::info("control plane: following; the store names {} as leader (term {})", latest_leader(), leader_mark_.term);
     return {};

@@ -221,6 +221,22 @@ TEST_F(BeaconChainTest, AResignedTermIsTakenAtOnce) {
   EXPECT_EQ(b->latest().term, 2);
 }
 
+TEST_F(BeaconChainTest, AStoreThatRefusesWritesRefusesTheStartOfAFollowerToo) {
+  auto a = chain(*objects_, "s1", true);
+  ASSERT_TRUE(a->begin().ok());
+  struct ReadOnly : ForwardingStore {
+    using ForwardingStore::ForwardingStore;
+    Status write(const std::function<Status(Tx&)>&) override {
+      return errors::unavailable("cannot execute INSERT in a read-only transaction", "只读事务");
+    }
+  } read_only(*store_);
+  BeaconChain b(read_only, *objects_, clock_, mono_, *fence_timing(lease_config(6, 6)), "s2", true);
+  auto st = b.begin();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("refuses writes"), std::string::npos) << st.error().message;
+  EXPECT_FALSE(st.error().message_zh.empty());
+}
+
 TEST_F(BeaconChainTest, TimeTheStoreWasAwayIsNotTheLeadersSilence) {
   struct FlakyReads : ForwardingStore {
     using ForwardingStore::ForwardingStore;
