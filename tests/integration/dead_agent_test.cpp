@@ -94,13 +94,7 @@ class Fleet {
       a->stop();
     }
     if (server_) server_->stop();
-    // Whatever a failed assertion left running: the processes that wrote marks.
-    for (const auto& m : read_marks(marks)) {
-      if (process_alive(m.pid) && read_file("/proc/" + std::to_string(m.pid) + "/cmdline").find(marks) !=
-                                      std::string::npos) {
-        kill(-m.pid, SIGKILL);
-      }
-    }
+    kill_marking_tasks(marks);  // whatever a failed assertion left running
   }
 
   // Starts the server and a local agent for each of `clusters`; false (with the logs in `why`) when they do not
@@ -439,18 +433,14 @@ TEST(OutageTest, RunningWorkOutlivesAFrozenAndThenAKilledServer) {
 // as attempt 1 once the store is back. A PostgreSQL instance of its own
 // (scripts/postgres-test-server.sh, paused and resumed on its port).
 TEST(OutageTest, RunningWorkOutlivesPostgresStoppedForTenLeases) {
-  const char* off = std::getenv("CUBEPLANE_TEST_POSTGRES");
-  if (off != nullptr && std::string(off) == "off") GTEST_SKIP() << "CUBEPLANE_TEST_POSTGRES=off";
   const std::string dir = make_temp_dir("cp-pg-outage");
   ASSERT_FALSE(dir.empty());
   OwnPostgres pg(dir);
+  bool skip = false;
   std::string why;
-  const std::string url = pg.start(why);
-  if (url.empty()) {
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true") FAIL() << "CI=true but " << why;
-    GTEST_SKIP() << why;
-  }
+  const std::string url = start_test_postgres(pg, skip, why);
+  if (skip) GTEST_SKIP() << why;
+  ASSERT_FALSE(url.empty()) << why;
   Fleet f(dir, 8, kFleet, {"--store", url});
   ASSERT_TRUE(f.start({"c1"}, why)) << why;
   const std::string t = f.submit("outlives-pg", 450);  // ~90 s

@@ -87,12 +87,7 @@ class TwoServers {
   ~TwoServers() {
     for (auto& [name, a] : agents_) a->stop();
     for (auto& [name, s] : servers_) s->stop();
-    for (const auto& m : read_marks(marks)) {
-      if (process_alive(m.pid) && read_file("/proc/" + std::to_string(m.pid) + "/cmdline").find(marks) !=
-                                      std::string::npos) {
-        kill(-m.pid, SIGKILL);
-      }
-    }
+    kill_marking_tasks(marks);
   }
 
   // Server a first (it creates the admin and leads), then b, then the agents.
@@ -318,32 +313,33 @@ void expect_each_ran_once(const TwoServers& f, const std::vector<std::string>& i
   EXPECT_EQ(stored, ids.size()) << "the store holds another number of tasks than were accepted";
 }
 
-std::string own_postgres_or_skip(OwnPostgres& pg, bool& skip, std::string& why) {
-  const char* off = std::getenv("CUBEPLANE_TEST_POSTGRES");
-  if (off != nullptr && std::string(off) == "off") {
-    skip = true;
-    why = "CUBEPLANE_TEST_POSTGRES=off";
-    return "";
+// Two servers on a PostgreSQL of the test's own, up with their agents.
+class HaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = make_temp_dir("cp-ha");
+    ASSERT_FALSE(dir_.empty());
+    pg_ = std::make_unique<OwnPostgres>(dir_);
+    bool skip = false;
+    std::string why;
+    const std::string url = start_test_postgres(*pg_, skip, why);
+    if (skip) GTEST_SKIP() << why;
+    ASSERT_FALSE(url.empty()) << why;
+    fleet_ = std::make_unique<TwoServers>(dir_, url);
+    ASSERT_TRUE(fleet_->start(why)) << why;
   }
-  std::string url = pg.start(why);
-  if (url.empty()) {
-    const char* ci = std::getenv("CI");
-    skip = !(ci && std::string(ci) == "true");
+  void TearDown() override {
+    fleet_.reset();  // before its database
+    pg_.reset();
   }
-  return url;
-}
 
-TEST(HaTest, LeaderKilledDuringABurstOfSubmitsEveryTaskRunsOnce) {
-  const std::string dir = make_temp_dir("cp-ha-kill");
-  ASSERT_FALSE(dir.empty());
-  OwnPostgres pg(dir);
-  bool skip = false;
-  std::string why;
-  const std::string url = own_postgres_or_skip(pg, skip, why);
-  if (skip) GTEST_SKIP() << why;
-  ASSERT_FALSE(url.empty()) << "CI=true but " << why;
-  TwoServers f(dir, url);
-  ASSERT_TRUE(f.start(why)) << why;
+  std::string dir_;
+  std::unique_ptr<OwnPostgres> pg_;
+  std::unique_ptr<TwoServers> fleet_;
+};
+
+TEST_F(HaTest, LeaderKilledDuringABurstOfSubmitsEveryTaskRunsOnce) {
+  TwoServers& f = *fleet_;
   ASSERT_EQ(f.leader(), "a") << f.logs();
 
   constexpr int kSubmits = 1000;
@@ -378,17 +374,9 @@ TEST(HaTest, LeaderKilledDuringABurstOfSubmitsEveryTaskRunsOnce) {
   EXPECT_LT(resumed_ms, 5000) << f.logs();
 }
 
-TEST(HaTest, RollingRestartOfTwoServersUnderLoad) {
-  const std::string dir = make_temp_dir("cp-ha-rolling");
-  ASSERT_FALSE(dir.empty());
-  OwnPostgres pg(dir);
-  bool skip = false;
+TEST_F(HaTest, RollingRestartOfTwoServersUnderLoad) {
+  TwoServers& f = *fleet_;
   std::string why;
-  const std::string url = own_postgres_or_skip(pg, skip, why);
-  if (skip) GTEST_SKIP() << why;
-  ASSERT_FALSE(url.empty()) << "CI=true but " << why;
-  TwoServers f(dir, url);
-  ASSERT_TRUE(f.start(why)) << why;
 
   // A long task, running through both restarts (~40 s of marks).
   Submitters long_one(f, "long-", 1, 1, 200);

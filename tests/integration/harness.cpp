@@ -402,6 +402,32 @@ std::string OwnPostgres::start(std::string& why) {
 bool OwnPostgres::pause() { return std::system((script() + " pause " + pg_dir_).c_str()) == 0; }
 bool OwnPostgres::resume() { return std::system((script() + " resume " + pg_dir_).c_str()) == 0; }
 
+std::string start_test_postgres(OwnPostgres& pg, bool& skip, std::string& why) {
+  skip = false;
+  const char* off = std::getenv("CUBEPLANE_TEST_POSTGRES");
+  if (off != nullptr && std::string(off) == "off") {
+    skip = true;
+    why = "CUBEPLANE_TEST_POSTGRES=off";
+    return "";
+  }
+  std::string url = pg.start(why);
+  if (url.empty()) {
+    const char* ci = std::getenv("CI");
+    skip = !(ci && std::string(ci) == "true");
+    if (!skip) why = "CI=true but " + why;
+  }
+  return url;
+}
+
+void kill_marking_tasks(const std::string& marks) {
+  for (const auto& m : read_marks(marks)) {
+    if (process_alive(m.pid) &&
+        read_file("/proc/" + std::to_string(m.pid) + "/cmdline").find(marks) != std::string::npos) {
+      kill(-m.pid, SIGKILL);
+    }
+  }
+}
+
 OwnPostgres::~OwnPostgres() {
   if (!pg_dir_.empty()) (void)std::system((script() + " stop " + pg_dir_ + " >/dev/null 2>&1").c_str());
 }

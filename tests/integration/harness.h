@@ -168,4 +168,13 @@ class OwnPostgres {
   std::string pg_dir_;
 };
 
+// Starts `pg` unless CUBEPLANE_TEST_POSTGRES=off; its URL. "" with `why`:
+// `skip` true when the test should skip (off, or no PostgreSQL outside
+// CI), false when it must fail (CI=true).
+std::string start_test_postgres(OwnPostgres& pg, bool& skip, std::string& why);
+
+// SIGKILL to what a failed assertion left running: the process groups of
+// the tasks that wrote marks to `marks`.
+void kill_marking_tasks(const std::string& marks);
+
 }  // namespace cpit
