@@ -4,6 +4,7 @@
 //
 //   cubeplane-bench-agents [--agents 1000] [--nodes-per-agent 100] [--interval-s 5]
 //                          [--duration-s 60] [--store URL] [--server-binary PATH]
+//                          [--servers N]
 //
 // The server is started as its own process (a fresh data directory, port 0),
 // exactly as an operator runs it; its admin token is the one it prints at
@@ -32,6 +33,13 @@
 // cheap read of pending orders per wait, which is what a 5 s interval with
 // wait_ms = 0 measures, without 1,000 open connections held by this process.
 //
+// With --servers N (N > 1; --store must be a PostgreSQL database), N server
+// processes share the one database and a file:// object store, as several
+// servers of one control plane do (issue 42): the first started leads, the
+// others follow. Agent i enrolls with and syncs to server i % N. Each
+// process's CPU is read over the window; server_cpu_pct on the last line is
+// then the busiest one's.
+//
 // The window: after every agent has registered and done its first sync (the
 // warm-up), and --settle-s more, CPU and latencies are measured over
 // --duration-s.
@@ -56,6 +64,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <random>
@@ -107,9 +116,14 @@ double percentile(std::vector<double>& sorted, double p) {
 // stopped with SIGTERM as an operator would.
 class ServerProcess {
  public:
-  static ServerProcess* current;
+  static std::vector<ServerProcess*> all;
 
-  ServerProcess(const std::string& binary, const fs::path& data_dir, const std::string& store) {
+  // `objects`: a shared object store (--objects), for several servers on one
+  // database; `want_token`: the first server on a fresh store prints the
+  // admin token, the others do not.
+  ServerProcess(const std::string& binary, const fs::path& data_dir, const std::string& store,
+                const std::string& objects = "", bool want_token = true)
+      : want_token_(want_token) {
     int out[2];
     if (::pipe(out) != 0) die("pipe: " + std::string(std::strerror(errno)));
     std::vector<std::string> args{binary, "server", "--data-dir", data_dir.string(), "--listen", "127.0.0.1:0",
@@ -117,6 +131,10 @@ class ServerProcess {
     if (!store.empty()) {
       args.push_back("--store");
       args.push_back(store);
+    }
+    if (!objects.empty()) {
+      args.push_back("--objects");
+      args.push_back(objects);
     }
     pid_ = ::fork();
     if (pid_ < 0) die("fork: " + std::string(std::strerror(errno)));
@@ -135,10 +153,12 @@ class ServerProcess {
     }
     ::close(out[1]);
     out_ = out[0];
-    current = this;
-    std::atexit([] {
-      if (current) current->stop();
-    });
+    if (all.empty()) {
+      std::atexit([] {
+        for (auto* s : all) s->stop();
+      });
+    }
+    all.push_back(this);
     read_banner();
     drain_ = std::thread([fd = out_] {
       char buf[4096];
@@ -149,7 +169,7 @@ class ServerProcess {
 
   ~ServerProcess() {
     stop();
-    current = nullptr;
+    all.erase(std::remove(all.begin(), all.end(), this), all.end());
   }
 
   void stop() {
@@ -228,22 +248,24 @@ class ServerProcess {
     if (!url_.empty() && url_.back() == '/') url_.pop_back();
     admin_token_ = value_after("admin token:");
     if (url_.empty()) die("no URL in the server's banner:\n" + text);
-    if (admin_token_.rfind("cp_", 0) != 0) {
+    if (want_token_ && admin_token_.rfind("cp_", 0) != 0) {
       die("the server printed no admin token (it does so only on a fresh store; use a new database)");
     }
   }
 
+  bool want_token_ = true;
   pid_t pid_ = -1;
   int out_ = -1;
   std::thread drain_;
   std::string url_;
   std::string admin_token_;
 };
-ServerProcess* ServerProcess::current = nullptr;
+std::vector<ServerProcess*> ServerProcess::all;
 
 // ------------------------------------------------------------ the agents
 
 struct SimAgent {
+  int server = 0;  // the server process it enrolls with and syncs to
   std::string cluster_id;
   std::string instance;
   std::string credential;
@@ -351,6 +373,7 @@ struct Options {
   double interval_s = 5;
   double duration_s = 60;
   int workers = 32;
+  int servers = 1;
   std::string store;
   std::string server_binary = CUBEPLANE_SERVER_BINARY;
   std::uint32_t seed = 1;
@@ -415,6 +438,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--store", o.store, "The server's store URL (default: SQLite in its fresh data directory; "
                                      "a postgresql:// database must be empty)");
+  app.add_option("--servers", o.servers,
+                 "Server processes on the one --store (PostgreSQL, when more than one); agent i syncs to server i % N")
+      ->check(CLI::Range(1, 16));
   app.add_option("--server-binary", o.server_binary, "The cubeplane binary to run as the server");
   app.add_option("--seed", o.seed, "Seed of the sync jitter and the GPU figures");
   app.add_flag("--full-inventory", o.full_inventory,
@@ -430,6 +456,9 @@ int main(int argc, char** argv) {
     o.workers = 4;
   }
   std::signal(SIGPIPE, SIG_IGN);
+  if (o.servers > 1 && o.store.rfind("postgres", 0) != 0) {
+    die("--servers " + std::to_string(o.servers) + " needs --store postgresql://... (an empty database)");
+  }
 
   const fs::path dir = fs::temp_directory_path() / ("cubeplane-bench-agents-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -444,9 +473,23 @@ int main(int argc, char** argv) {
   double load_before[3] = {0, 0, 0};
   ::getloadavg(load_before, 3);
 
-  ServerProcess server(o.server_binary, dir, o.store);
-  std::printf("server pid=%d url=%s store=%s\n", static_cast<int>(server.pid()), server.url().c_str(),
-              o.store.empty() ? "sqlite (fresh)" : o.store.c_str());
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  if (o.servers == 1) {
+    servers.push_back(std::make_unique<ServerProcess>(o.server_binary, dir, o.store));
+  } else {
+    // The first creates the admin (and leads), then the others, one by one.
+    fs::create_directories(dir / "objects");
+    for (int s = 0; s < o.servers; ++s) {
+      fs::create_directories(dir / ("server-" + std::to_string(s)));
+      servers.push_back(std::make_unique<ServerProcess>(o.server_binary, dir / ("server-" + std::to_string(s)),
+                                                        o.store, "file://" + (dir / "objects").string(), s == 0));
+    }
+  }
+  ServerProcess& server = *servers[0];
+  for (std::size_t s = 0; s < servers.size(); ++s) {
+    std::printf("server %zu pid=%d url=%s store=%s\n", s, static_cast<int>(servers[s]->pid()),
+                servers[s]->url().c_str(), o.store.empty() ? "sqlite (fresh)" : o.store.c_str());
+  }
   std::fflush(stdout);
 
   // The agents, their nodes and the first inventory read.
@@ -454,6 +497,7 @@ int main(int argc, char** argv) {
   const std::string run_tag = std::to_string(::getpid() % 100000);
   for (int i = 0; i < o.agents; ++i) {
     auto& a = agents[static_cast<std::size_t>(i)];
+    a.server = i % o.servers;
     a.cluster_id = "ab" + run_tag + "-" + std::to_string(i);
     a.instance = "bench-" + std::to_string(i);
     a.rng.seed(o.seed * 7919u + static_cast<std::uint32_t>(i));
@@ -473,7 +517,8 @@ int main(int argc, char** argv) {
       ts.emplace_back([&] {
         cp::HttpClient http;
         for (int i; !failed && (i = next.fetch_add(1)) < o.agents;) {
-          auto st = enroll(http, server.url(), server.admin_token(), agents[static_cast<std::size_t>(i)]);
+          auto& a = agents[static_cast<std::size_t>(i)];
+          auto st = enroll(http, servers[static_cast<std::size_t>(a.server)]->url(), server.admin_token(), a);
           if (!st.ok()) {
             std::lock_guard lock(mu);
             failed = true;
@@ -517,7 +562,8 @@ int main(int argc, char** argv) {
     workers.emplace_back([&, w] {
       cp::HttpClient http;
       auto& st = stats[static_cast<std::size_t>(w)];
-      const std::string url = server.url() + "/api/v1/agent/sync";
+      std::vector<std::string> urls;
+      for (const auto& s : servers) urls.push_back(s->url() + "/api/v1/agent/sync");
       std::unique_lock lock(mu);
       while (!stop) {
         if (schedule.empty()) {
@@ -539,7 +585,7 @@ int main(int argc, char** argv) {
         const std::string body = sync_body(a, o.full_inventory, &carries_nodes);
         const auto start = Clock::now();
         auto opts = bearer(a.credential);
-        auto r = http.request("POST", url, body, "application/json", opts);
+        auto r = http.request("POST", urls[static_cast<std::size_t>(a.server)], body, "application/json", opts);
         const auto end = Clock::now();
         const std::int64_t start_ns = start.time_since_epoch().count();
         const bool in_window = start_ns >= window_start_ns && start_ns < window_end_ns;
@@ -586,16 +632,22 @@ int main(int argc, char** argv) {
   const double warmup_s = std::chrono::duration<double>(Clock::now() - t0).count();
   rusage self_before{};
   ::getrusage(RUSAGE_SELF, &self_before);
-  const double cpu_before = server.cpu_seconds();
+  std::vector<double> cpu_before_each;
+  for (const auto& s : servers) cpu_before_each.push_back(s->cpu_seconds());
+  const double cpu_before = cpu_before_each[0];
   const auto w0 = Clock::now();
   window_start_ns = w0.time_since_epoch().count();
   std::this_thread::sleep_until(w0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s)));
   const auto w1 = Clock::now();
   window_end_ns = w1.time_since_epoch().count();
-  const double cpu_after = server.cpu_seconds();
+  std::vector<double> cpu_after_each;
+  for (const auto& s : servers) cpu_after_each.push_back(s->cpu_seconds());
+  const double cpu_after = cpu_after_each[0];
   rusage self_after{};
   ::getrusage(RUSAGE_SELF, &self_after);
   const long rss = server.rss_kib();
+  std::vector<long> rss_each;
+  for (const auto& s : servers) rss_each.push_back(s->rss_kib());
   double load_after[3] = {0, 0, 0};
   ::getloadavg(load_after, 3);
   {
@@ -604,11 +656,11 @@ int main(int argc, char** argv) {
   }
   cv.notify_all();
   for (auto& t : workers) t.join();  // each finishes the sync it has in flight
-  server.stop();
+  for (auto it = servers.rbegin(); it != servers.rend(); ++it) (*it)->stop();
   if (o.keep_data) std::printf("data directory kept: %s\n", dir.string().c_str());
 
   const double window_s = std::chrono::duration<double>(w1 - w0).count();
-  const double server_pct = 100.0 * (cpu_after - cpu_before) / window_s;
+  double server_pct = 100.0 * (cpu_after - cpu_before) / window_s;
   auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
   const double self_pct = 100.0 *
                           (secs(self_after.ru_utime) + secs(self_after.ru_stime) - secs(self_before.ru_utime) -
@@ -629,6 +681,19 @@ int main(int argc, char** argv) {
     if (first_error.empty()) first_error = s.first_error;
   }
   std::sort(lat.begin(), lat.end());
+  if (o.servers > 1) {
+    // Each process, and the busiest one as the last line's figure.
+    std::printf("servers: %d on one database;", o.servers);
+    double total = 0;
+    for (std::size_t s = 0; s < servers.size(); ++s) {
+      const double pct = 100.0 * (cpu_after_each[s] - cpu_before_each[s]) / window_s;
+      total += pct;
+      server_pct = std::max(server_pct, pct);
+      std::printf(" server %zu (%s) cpu %.1f%% of one core, rss %ld MiB;", s, s == 0 ? "started first" : "follower",
+                  pct, rss_each[s] / 1024);
+    }
+    std::printf(" all together %.1f%%\n", total);
+  }
   const double target_rate = o.agents / o.interval_s;
   const std::int64_t syncs = static_cast<std::int64_t>(lat.size());
   const std::int64_t ok = by_status[200];
@@ -657,6 +722,7 @@ int main(int argc, char** argv) {
     std::printf("ERROR %s\n", syncs == 0 ? "no sync in the window" : ("not every sync got 200; first: " + first_error).c_str());
     return 1;
   }
+  if (o.servers > 1) std::printf("servers=%d ", o.servers);
   std::printf("agents=%d nodes_per_agent=%d interval_s=%g server_cpu_pct=%.1f sync_p99_ms=%.2f\n", o.agents, o.nodes,
               o.interval_s, server_pct, percentile(lat, 0.99));
   return 0;
