@@ -189,11 +189,10 @@ bool BeaconChain::follow() {
     }
   }
   if (!renew_term(0, 0, Take::if_unchanged, row).ok()) return false;
-  if (!round()) return false;  // the term stays ours: the next round may hold
   spdlog::info("control plane: this server leads now (term {}; {} led before{})", latest().term,
                leader.server.empty() ? std::string("nobody") : leader.server,
                leader.server.empty() ? "" : ", silent for " + std::to_string(now - seen_since_) + " ms");
-  return true;
+  return round();  // the term stays ours even if this round breaks: the next may hold
 }
 
 void BeaconChain::resign() {

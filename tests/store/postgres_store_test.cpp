@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "store/migrations.h"
+#include "store/postgres/pg_connection.h"
 #include "store/postgres/postgres_store.h"
 #include "store_conformance.h"
 
@@ -874,6 +875,25 @@ TEST_F(PostgresTest, TheStoreTellsItsOwnTime) {
   // The test server runs on this machine: one clock.
   EXPECT_GE(at, before - 1000);
   EXPECT_LE(at, SystemClock::instance().now_ms() + 1000);
+}
+
+TEST_F(PostgresTest, ASessionFrozenInATransactionIsEndedByTheServer) {
+  // A frozen server must not hold its locks, and every other server, for
+  // ever: each session sets idle_in_transaction_session_timeout.
+  auto options = parse_postgres_url(url_);
+  ASSERT_TRUE(options.ok());
+  auto conn = pg::Connection::open(options->conninfo, options->display);
+  ASSERT_TRUE(conn.ok()) << conn.error().to_string();
+  auto shown = (*conn)->query("SHOW idle_in_transaction_session_timeout", {});
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ(shown->text(0, 0), "10s");
+  // An operator's own setting stays.
+  auto own = pg::Connection::open(with_param(url_, "options=-c%20idle_in_transaction_session_timeout%3D3min"),
+                                  options->display);
+  ASSERT_TRUE(own.ok()) << own.error().to_string();
+  shown = (*own)->query("SHOW idle_in_transaction_session_timeout", {});
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ(shown->text(0, 0), "3min");
 }
 
 TEST_F(PostgresTest, ServersMigratingAtOnceAllSucceed) {

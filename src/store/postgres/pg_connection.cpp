@@ -129,7 +129,20 @@ Status Connection::configure() {
   // are at least as strong and are the operator's choice.
   std::unique_ptr<PGresult, decltype(&PQclear)> shown(PQexec(conn_, "SHOW synchronous_commit"), &PQclear);
   if (PQresultStatus(shown.get()) != PGRES_TUPLES_OK) return error(shown.get(), "SHOW synchronous_commit");
-  if (std::string_view(PQgetvalue(shown.get(), 0, 0)) == "off") return execute("SET synchronous_commit = on");
+  if (std::string_view(PQgetvalue(shown.get(), 0, 0)) == "off") CP_TRY(execute("SET synchronous_commit = on"));
+  // A process frozen inside a transaction (SIGSTOP, a VM paused, a
+  // debugger) holds its locks, and writers queue behind it: every server on
+  // the database would hang with it, the followers that should take over
+  // included. PostgreSQL ends such a session after this long; a Cubeplane
+  // transaction never waits on anything but the database between its
+  // statements. An operator's own setting (in the URL's options or the
+  // role) is kept.
+  std::unique_ptr<PGresult, decltype(&PQclear)> idle(PQexec(conn_, "SHOW idle_in_transaction_session_timeout"),
+                                                     &PQclear);
+  if (PQresultStatus(idle.get()) != PGRES_TUPLES_OK) return error(idle.get(), "SHOW idle_in_transaction_session_timeout");
+  if (std::string_view(PQgetvalue(idle.get(), 0, 0)) == "0") {
+    return execute("SET idle_in_transaction_session_timeout = " + std::to_string(kIdleInTransactionTimeoutMs));
+  }
   return {};
 }
 

@@ -54,6 +54,8 @@ class Connection {
   // `conninfo` is a libpq URI; `display` is the same with any password
   // hidden, for messages. Errors are store_error 503.
   static Result<std::unique_ptr<Connection>> open(const std::string& conninfo, const std::string& display);
+  // idle_in_transaction_session_timeout of every session (configure()).
+  static constexpr int kIdleInTransactionTimeoutMs = 10'000;
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
