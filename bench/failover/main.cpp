@@ -56,6 +56,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -261,6 +262,8 @@ std::atomic<std::int64_t> g_first_order_after_kill_ms{0};
 std::atomic<std::int64_t> g_orders{0};
 std::atomic<std::int64_t> g_sync_errors{0};
 std::string g_last_sync_error;  // racy on purpose: for a message only
+// The database --quick made, dropped on every way out (a failure included).
+std::string g_drop_server, g_drop_db;
 
 void run_agent(Agent& a, std::vector<std::string> urls, int first, long wait_ms) {
   cp::HttpClient http;
@@ -394,7 +397,6 @@ int main(int argc, char** argv) {
                "CUBEPLANE_TEST_POSTGRES_URL when --store is not given (exit 77 without one, unless CI=true)");
   CLI11_PARSE(app, argc, argv);
   std::signal(SIGPIPE, SIG_IGN);
-  std::string drop_db_server, drop_db;
   if (quick) {
     o.lease_ttl_s = 6;
     o.rate = 5;
@@ -413,11 +415,21 @@ int main(int argc, char** argv) {
         std::printf("SKIP no PostgreSQL (export CUBEPLANE_TEST_POSTGRES_URL=$(scripts/postgres-test-server.sh start))\n");
         return 77;
       }
-      drop_db_server = env;
-      drop_db = "bench_failover_" + std::to_string(::getpid());
-      psql(drop_db_server, "DROP DATABASE IF EXISTS " + drop_db + " WITH (FORCE)");
-      psql(drop_db_server, "CREATE DATABASE " + drop_db);
-      o.store = with_database(drop_db_server, drop_db);
+      g_drop_server = env;
+      const std::string db = "bench_failover_" + std::to_string(::getpid());
+      psql(g_drop_server, "DROP DATABASE IF EXISTS " + db + " WITH (FORCE)");
+      psql(g_drop_server, "CREATE DATABASE " + db);
+      g_drop_db = db;
+      o.store = with_database(g_drop_server, db);
+      // Registered before the servers start: atexit handlers run in reverse
+      // order, so this runs after their stop, when nothing holds it.
+      std::atexit([] {
+        if (g_drop_db.empty()) return;
+        const std::string db = std::exchange(g_drop_db, "");
+        const std::string cmd = "psql -X -q " + shell_quote(g_drop_server) + " -c " +
+                                shell_quote("DROP DATABASE IF EXISTS " + db + " WITH (FORCE)") + " >/dev/null 2>&1";
+        if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not drop database %s\n", db.c_str());
+      });
     }
   }
   if (o.store.rfind("postgres", 0) != 0) die("--store must be a postgresql:// URL (of an empty database)");
@@ -675,7 +687,6 @@ int main(int argc, char** argv) {
   if (not_tried) std::printf("submits not tried (due after the retries stopped): %lld\n",
                              static_cast<long long>(not_tried.load()));
   for (const auto& [what, n] : errors) std::printf("failed tries: %lld x %s\n", static_cast<long long>(n), what.c_str());
-  if (!drop_db.empty()) psql(drop_db_server, "DROP DATABASE IF EXISTS " + drop_db + " WITH (FORCE)");
   bool bad = false;
   if (failed != 0 || not_tried != 0) {
     std::printf("ERROR %lld submits were not accepted, %lld not tried; first error: %s\n",
