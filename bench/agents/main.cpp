@@ -73,6 +73,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/server_process.h"
 #include "common/http_client.h"
 #include "common/json.h"
 #include "model/clock_estimate.h"
@@ -111,156 +112,28 @@ double percentile(std::vector<double>& sorted, double p) {
 
 // ------------------------------------------------------------ the server
 
-// The server process: started with its output on a pipe (the URL and the
-// admin token are read from it, the rest is drained so that it never blocks),
-// stopped with SIGTERM as an operator would.
-class ServerProcess {
- public:
-  static std::vector<ServerProcess*> all;
+// A real server process (bench/common/server_process.h).
+using cp::bench::ServerProcess;
 
-  // `objects`: a shared object store (--objects), for several servers on one
-  // database; `want_token`: the first server on a fresh store prints the
-  // admin token, the others do not.
-  ServerProcess(const std::string& binary, const fs::path& data_dir, const std::string& store,
-                const std::string& objects = "", bool want_token = true)
-      : want_token_(want_token) {
-    int out[2];
-    if (::pipe(out) != 0) die("pipe: " + std::string(std::strerror(errno)));
-    std::vector<std::string> args{binary, "server", "--data-dir", data_dir.string(), "--listen", "127.0.0.1:0",
-                                  "--log-level", "warn"};
-    if (!store.empty()) {
-      args.push_back("--store");
-      args.push_back(store);
-    }
-    if (!objects.empty()) {
-      args.push_back("--objects");
-      args.push_back(objects);
-    }
-    pid_ = ::fork();
-    if (pid_ < 0) die("fork: " + std::string(std::strerror(errno)));
-    if (pid_ == 0) {
-      // The server must not outlive a benchmark that crashed or was killed.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      ::dup2(out[1], STDOUT_FILENO);
-      ::close(out[0]);
-      ::close(out[1]);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      std::fprintf(stderr, "ERROR cannot run %s: %s\n", argv[0], std::strerror(errno));
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    out_ = out[0];
-    if (all.empty()) {
-      std::atexit([] {
-        for (auto* s : all) s->stop();
-      });
-    }
-    all.push_back(this);
-    read_banner();
-    drain_ = std::thread([fd = out_] {
-      char buf[4096];
-      while (::read(fd, buf, sizeof buf) > 0) {
-      }
-    });
+// A server on `store` ("" = a fresh SQLite) in `data_dir`; `objects`: a
+// shared object store (--objects), for several servers on one database;
+// `want_token`: the first server on a fresh store prints the admin token,
+// the others do not.
+std::unique_ptr<ServerProcess> start_server(const std::string& binary, const fs::path& data_dir,
+                                            const std::string& store, const std::string& objects = "",
+                                            bool want_token = true) {
+  std::vector<std::string> args{binary, "server", "--data-dir", data_dir.string(), "--listen", "127.0.0.1:0",
+                                "--log-level", "warn"};
+  if (!store.empty()) {
+    args.push_back("--store");
+    args.push_back(store);
   }
-
-  ~ServerProcess() {
-    stop();
-    all.erase(std::remove(all.begin(), all.end(), this), all.end());
+  if (!objects.empty()) {
+    args.push_back("--objects");
+    args.push_back(objects);
   }
-
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      const auto deadline = Clock::now() + std::chrono::seconds(60);
-      int status = 0;
-      while (::waitpid(pid_, &status, WNOHANG) == 0) {
-        if (Clock::now() > deadline) {
-          ::kill(pid_, SIGKILL);
-          ::waitpid(pid_, &status, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      pid_ = -1;
-    }
-    if (drain_.joinable()) drain_.join();
-    if (out_ >= 0) ::close(out_);
-    out_ = -1;
-  }
-
-  pid_t pid() const { return pid_; }
-  const std::string& url() const { return url_; }
-  const std::string& admin_token() const { return admin_token_; }
-
-  // utime + stime of the process (all its threads), in seconds.
-  double cpu_seconds() const {
-    std::ifstream f("/proc/" + std::to_string(pid_) + "/stat");
-    std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    auto close = s.rfind(')');
-    if (close == std::string::npos) die("cannot read /proc/" + std::to_string(pid_) + "/stat");
-    std::istringstream in(s.substr(close + 2));
-    std::vector<std::string> fields;
-    for (std::string x; in >> x;) fields.push_back(x);
-    // Field 3 (state) is fields[0]; utime and stime are fields 14 and 15.
-    if (fields.size() < 13) die("short /proc/<pid>/stat");
-    const double ticks = static_cast<double>(std::stoll(fields[11]) + std::stoll(fields[12]));
-    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
-  }
-
-  long rss_kib() const {
-    std::ifstream f("/proc/" + std::to_string(pid_) + "/status");
-    for (std::string line; std::getline(f, line);) {
-      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    }
-    return 0;
-  }
-
- private:
-  // "  UI and API:  http://127.0.0.1:PORT/" and, at a first start,
-  // "  admin token: cp_...   (shown once; ...)"; the banner ends with "Press Ctrl-C".
-  void read_banner() {
-    std::string text;
-    const auto deadline = Clock::now() + std::chrono::seconds(60);
-    while (text.find("Press Ctrl-C") == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) die("the server did not start within 60 s; its output so far:\n" + text);
-      pollfd p{out_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-      char buf[4096];
-      const auto n = ::read(out_, buf, sizeof buf);
-      if (n <= 0) die("the server exited at start; its output:\n" + text);
-      text.append(buf, static_cast<std::size_t>(n));
-    }
-    auto value_after = [&](std::string_view key) -> std::string {
-      auto at = text.find(key);
-      if (at == std::string::npos) return "";
-      at += key.size();
-      while (at < text.size() && text[at] == ' ') ++at;
-      auto end = text.find_first_of(" \n", at);
-      return text.substr(at, end - at);
-    };
-    url_ = value_after("UI and API:");
-    if (!url_.empty() && url_.back() == '/') url_.pop_back();
-    admin_token_ = value_after("admin token:");
-    if (url_.empty()) die("no URL in the server's banner:\n" + text);
-    if (want_token_ && admin_token_.rfind("cp_", 0) != 0) {
-      die("the server printed no admin token (it does so only on a fresh store; use a new database)");
-    }
-  }
-
-  bool want_token_ = true;
-  pid_t pid_ = -1;
-  int out_ = -1;
-  std::thread drain_;
-  std::string url_;
-  std::string admin_token_;
-};
-std::vector<ServerProcess*> ServerProcess::all;
+  return std::make_unique<ServerProcess>(data_dir.filename().string(), std::move(args), want_token);
+}
 
 // ------------------------------------------------------------ the agents
 
@@ -475,14 +348,14 @@ int main(int argc, char** argv) {
 
   std::vector<std::unique_ptr<ServerProcess>> servers;
   if (o.servers == 1) {
-    servers.push_back(std::make_unique<ServerProcess>(o.server_binary, dir, o.store));
+    servers.push_back(start_server(o.server_binary, dir, o.store));
   } else {
     // The first creates the admin (and leads), then the others, one by one.
     fs::create_directories(dir / "objects");
     for (int s = 0; s < o.servers; ++s) {
       fs::create_directories(dir / ("server-" + std::to_string(s)));
-      servers.push_back(std::make_unique<ServerProcess>(o.server_binary, dir / ("server-" + std::to_string(s)),
-                                                        o.store, "file://" + (dir / "objects").string(), s == 0));
+      servers.push_back(start_server(o.server_binary, dir / ("server-" + std::to_string(s)), o.store,
+                                     "file://" + (dir / "objects").string(), s == 0));
     }
   }
   ServerProcess& server = *servers[0];

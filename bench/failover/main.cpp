@@ -60,6 +60,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/server_process.h"
 #include "common/http_client.h"
 #include "common/json.h"
 #include "model/protocol.h"
@@ -119,113 +120,8 @@ std::string with_database(const std::string& url, const std::string& db) {
 
 // ------------------------------------------------------------ a server
 
-// A `cubeplane server` process, its output on a pipe: the URL (and, for the
-// first, the admin token) read from its banner, the rest drained.
-class ServerProcess {
- public:
-  ServerProcess(const std::string& name, std::vector<std::string> args, bool want_token) : name_(name) {
-    int out[2];
-    if (::pipe(out) != 0) die("pipe: " + std::string(std::strerror(errno)));
-    pid_ = ::fork();
-    if (pid_ < 0) die("fork: " + std::string(std::strerror(errno)));
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the benchmark
-      ::dup2(out[1], STDOUT_FILENO);
-      ::close(out[0]);
-      ::close(out[1]);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      std::fprintf(stderr, "ERROR cannot run %s: %s\n", argv[0], std::strerror(errno));
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    out_ = out[0];
-    read_banner(want_token);
-    drain_ = std::thread([fd = out_] {
-      char buf[4096];
-      while (::read(fd, buf, sizeof buf) > 0) {
-      }
-    });
-  }
-  ~ServerProcess() { stop(); }
-
-  // SIGTERM (a clean stop; a leader resigns), SIGKILL after 60 s.
-  void stop() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      const auto deadline = Clock::now() + std::chrono::seconds(60);
-      int status = 0;
-      while (::waitpid(pid_, &status, WNOHANG) == 0) {
-        if (Clock::now() > deadline) {
-          ::kill(pid_, SIGKILL);
-          ::waitpid(pid_, &status, 0);
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-      pid_ = -1;
-    }
-    close_pipe();
-  }
-  void kill_hard() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      pid_ = -1;
-    }
-    close_pipe();
-  }
-
-  const std::string& url() const { return url_; }
-  const std::string& admin_token() const { return admin_token_; }
-  const std::string& name() const { return name_; }
-
- private:
-  void close_pipe() {
-    if (drain_.joinable()) drain_.join();
-    if (out_ >= 0) ::close(out_);
-    out_ = -1;
-  }
-  void read_banner(bool want_token) {
-    std::string text;
-    const auto deadline = Clock::now() + std::chrono::seconds(60);
-    while (text.find("Press Ctrl-C") == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) die("server " + name_ + " did not start within 60 s; its output so far:\n" + text);
-      pollfd p{out_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-      char buf[4096];
-      const auto n = ::read(out_, buf, sizeof buf);
-      if (n <= 0) die("server " + name_ + " exited at start; its output:\n" + text);
-      text.append(buf, static_cast<std::size_t>(n));
-    }
-    auto value_after = [&](std::string_view key) -> std::string {
-      auto at = text.find(key);
-      if (at == std::string::npos) return "";
-      at += key.size();
-      while (at < text.size() && text[at] == ' ') ++at;
-      auto end = text.find_first_of(" \n", at);
-      return text.substr(at, end - at);
-    };
-    url_ = value_after("UI and API:");
-    if (!url_.empty() && url_.back() == '/') url_.pop_back();
-    if (url_.empty()) die("no URL in server " + name_ + "'s banner:\n" + text);
-    admin_token_ = value_after("admin token:");
-    if (want_token && admin_token_.rfind("cp_", 0) != 0) {
-      die("server " + name_ + " printed no admin token (it does so only on a fresh store; use a new database)");
-    }
-  }
-
-  std::string name_;
-  pid_t pid_ = -1;
-  int out_ = -1;
-  std::thread drain_;
-  std::string url_;
-  std::string admin_token_;
-};
+// A real server process (bench/common/server_process.h).
+using cp::bench::ServerProcess;
 
 cp::HttpRequestOptions bearer(const std::string& token, long timeout_ms) {
   cp::HttpRequestOptions o;
